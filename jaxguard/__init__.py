@@ -1,0 +1,37 @@
+"""jaxguard: catch JAX's sharp bits statically, at run time, and in numerics.
+
+`import jaxguard` stays light: it never imports jax. The runtime guards and the
+precision tools import jax the first time one of their names is used.
+"""
+
+__version__ = "0.1.0"
+
+# Public names that live in the jax-dependent subpackages, resolved on first use.
+_LAZY = {
+    "enable": "jaxguard.runtime",
+    "disable": "jaxguard.runtime",
+    "guard": "jaxguard.runtime",
+    "GuardError": "jaxguard.runtime",
+    "NaNError": "jaxguard.runtime",
+    "InfError": "jaxguard.runtime",
+    "OutOfBoundsError": "jaxguard.runtime",
+    "KeyReuseError": "jaxguard.runtime",
+    "RecompileWarning": "jaxguard.runtime",
+    "assert_close": "jaxguard.precision",
+    "check_ops": "jaxguard.precision",
+    "check_grads": "jaxguard.precision",
+    "divergence": "jaxguard.precision",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name):
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'jaxguard' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

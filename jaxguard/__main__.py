@@ -1,0 +1,5 @@
+import sys
+
+from jaxguard.cli import main
+
+sys.exit(main())
