@@ -1,0 +1,13 @@
+"""Precision tools: see where a JAX program loses precision, and check gradients honestly.
+
+* ``assert_close``: torch.testing.assert_close's contract for JAX, numpy, scalars, pytrees.
+* ``check_ops``: every equation against the same op in float64 AND a float64 shadow run.
+* ``check_grads``: jax.grad against central differences of a float64 re-evaluation.
+* ``divergence``: jit vs op-by-op vs float64.
+* ``checking``: a context manager that checks jitted functions of a whole program.
+"""
+
+from jaxguard.precision._assert_close import assert_close
+from jaxguard.precision._ops import OpsReport, Record, check_ops
+
+__all__ = ["assert_close", "check_ops", "check_grads", "divergence", "checking", "OpsReport", "Record"]

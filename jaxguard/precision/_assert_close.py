@@ -1,0 +1,114 @@
+"""assert_close: torch.testing.assert_close's contract for JAX, numpy, scalars and pytrees."""
+
+import sys
+
+import jax
+import ml_dtypes
+import numpy as np
+
+from jaxguard.precision._tolerance import is_inexact, tolerance
+
+
+def _is_torch_tensor(x) -> bool:
+    # Only look for torch if the user already imported it: we never import it ourselves.
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _torch_to_numpy(t) -> np.ndarray:
+    t = t.detach().cpu()
+    try:
+        return t.numpy()
+    except TypeError:
+        # numpy has no bfloat16/float8: go through float32 (exact) and back to ml_dtypes.
+        name = str(t.dtype).removeprefix("torch.")
+        return t.float().numpy().astype(getattr(ml_dtypes, name))
+
+
+def _to_numpy(x) -> np.ndarray:
+    if _is_torch_tensor(x):
+        return _torch_to_numpy(x)
+    return np.asarray(x)
+
+
+def _leaves_with_paths(tree):
+    # torch tensors are not registered pytrees, so they come out as leaves.
+    flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    return [(jax.tree_util.keystr(path), leaf) for path, leaf in flat], treedef
+
+
+def _fmt_index(flat_index: int, shape) -> str:
+    if not shape:
+        return "()"
+    return str(tuple(int(i) for i in np.unravel_index(flat_index, shape)))
+
+
+def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_dtype):
+    """Return None if close, else the lines of a failure message."""
+    a, e = _to_numpy(actual), _to_numpy(expected)
+    if a.shape != e.shape:
+        return [f"The values for attribute 'shape' do not match: {a.shape} != {e.shape}."]
+    if check_dtype and a.dtype != e.dtype:
+        return [f"The values for attribute 'dtype' do not match: {a.dtype} != {e.dtype}."]
+    rtol, atol = tolerance(a.dtype, e.dtype, rtol=rtol, atol=atol)
+    if not (is_inexact(a.dtype) or is_inexact(e.dtype)):
+        # Integers and bools: exact, in their own dtype (float64 would round int64 above 2**53).
+        ok = a == e
+        a64, e64 = a.astype(np.float64), e.astype(np.float64)
+    else:
+        # The comparison itself is done in float64 (complex128 for complex inputs).
+        wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(e) else np.float64
+        a64, e64 = a.astype(wide), e.astype(wide)
+        with np.errstate(invalid="ignore", over="ignore"):
+            ok = (a64 == e64) | (np.abs(a64 - e64) <= atol + rtol * np.abs(e64))
+        if equal_nan:
+            ok |= np.isnan(a64) & np.isnan(e64)
+    ok = np.asarray(ok)
+    if ok.all():
+        return None
+    n_bad, n = int((~ok).sum()), ok.size
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        abs_diff = np.abs(a64 - e64).astype(np.float64)
+        rel_diff = abs_diff / np.abs(e64)
+    # Report the greatest differences among the mismatched elements; NaN mismatches rank first.
+    abs_rank = np.where(ok, -1.0, np.nan_to_num(abs_diff, nan=np.inf))
+    rel_rank = np.where(ok, -1.0, np.nan_to_num(rel_diff, nan=np.inf))
+    i_abs, i_rel = int(np.argmax(abs_rank)), int(np.argmax(rel_rank))
+    flat_abs, flat_rel = abs_diff.reshape(-1), rel_diff.reshape(-1)
+    kind = "Tensor-likes" if a.ndim else "Scalars"
+    return [
+        f"{kind} are not close!",
+        "",
+        f"Mismatched elements: {n_bad} / {n} ({100.0 * n_bad / n:.1f}%)",
+        f"Greatest absolute difference: {flat_abs[i_abs]:.6g} at index {_fmt_index(i_abs, a.shape)}"
+        f" (up to {atol:g} allowed)",
+        f"Greatest relative difference: {flat_rel[i_rel]:.6g} at index {_fmt_index(i_rel, a.shape)}"
+        f" (up to {rtol:g} allowed)",
+        f"(actual dtype {a.dtype}, expected dtype {e.dtype}, shape {a.shape})",
+    ]
+
+
+def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, check_dtype=True, msg=None):
+    """Raise AssertionError unless ``|actual - expected| <= atol + rtol * |expected|`` everywhere.
+
+    Accepts JAX and numpy arrays, Python scalars, torch tensors (when the caller has
+    imported torch) and nested pytrees of those. Default tolerances per dtype follow
+    torch.testing.assert_close; mixed dtypes (with check_dtype=False) take the looser.
+    """
+    actual_leaves, actual_def = _leaves_with_paths(actual)
+    expected_leaves, expected_def = _leaves_with_paths(expected)
+    if actual_def != expected_def:
+        raise AssertionError(
+            _with_msg(msg, [f"The pytree structures do not match:\n  actual:   {actual_def}\n  expected: {expected_def}"])
+        )
+    for (path, a), (_, e) in zip(actual_leaves, expected_leaves):
+        lines = _compare_leaf(a, e, rtol, atol, equal_nan, check_dtype)
+        if lines is not None:
+            if path:
+                lines.append(f"The failure occurred for item {path}")
+            raise AssertionError(_with_msg(msg, lines))
+
+
+def _with_msg(msg, lines) -> str:
+    text = "\n".join(lines)
+    return f"{msg}\n\n{text}" if msg else text

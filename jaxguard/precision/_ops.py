@@ -1,0 +1,440 @@
+"""check_ops: per-equation precision report against a float64 shadow of the whole program.
+
+For every equation of ``fn``'s jaxpr we compute, inside ONE compiled XLA program:
+  * the working value (the op in its own dtype, on the working inputs),
+  * the local reference (the same op in float64 on the same working inputs),
+  * the shadow (the op in float64 on the float64 shadow inputs),
+and reduce the differences to a few numbers per equation. Local error alone cannot see
+catastrophic cancellation (``(x + 1e8) - 1e8`` is exact on its inputs); the shadow can.
+"""
+
+import collections
+import dataclasses
+import json
+import re
+import time
+
+import jax
+import jax.extend.core as jcore
+import jax.extend.core.primitives as P
+import jax.extend.source_info_util as source_info_util
+import jax.numpy as jnp
+import numpy as np
+
+from jaxguard.precision._shadow import (
+    apply_wide,
+    bind,
+    inner_jaxpr,
+    is_key,
+    uses_keys_or_bits,
+    widen,
+)
+from jaxguard.precision._tolerance import finfo, is_inexact, tolerance
+
+# Ops that only move or select values: they add no error and are not reported.
+LAYOUT = frozenset(
+    {
+        P.reshape_p,
+        P.transpose_p,
+        P.broadcast_in_dim_p,
+        P.squeeze_p,
+        P.slice_p,
+        P.dynamic_slice_p,
+        P.dynamic_update_slice_p,
+        P.concatenate_p,
+        P.pad_p,
+        P.rev_p,
+        P.copy_p,
+        P.gather_p,
+        P.scatter_p,
+        P.select_n_p,
+        P.device_put_p,
+        P.sharding_constraint_p,
+        P.neg_p,
+    }
+)
+
+# Control flow whose integer outputs (trip counters, indices) reveal a changed path.
+CONTROL_FLOW = frozenset({P.cond_p, P.while_p, P.scan_p})
+
+# An op that multiplies an already-failing error by more than this is reported too.
+AMPLIFICATION_LIMIT = 10.0
+
+_SUMMARY = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?::\d+)?(?: \((?P<func>.*)\))?$")
+_TINY = float(np.finfo(np.float64).tiny)
+_N_STATS = 8  # local: diff, scale, bad; shadow: diff, scale, bad, argmax; flips
+
+
+def _source(eqn) -> tuple[str, str]:
+    """("file:line", function) of the user code that produced ``eqn``."""
+    summary = source_info_util.summarize(eqn.source_info)
+    match = _SUMMARY.match(summary)
+    if match is None:
+        return summary, ""
+    return f"{match['file']}:{match['line']}", match["func"] or ""
+
+
+@dataclasses.dataclass
+class Record:
+    """One checked equation output.
+
+    Errors are normwise relative errors, ``max|working - reference| / max|reference|``,
+    so scaling a tensor does not change them. ``local_error`` compares with the same op
+    in float64 on the same inputs; ``accumulated_error`` with the float64 shadow of the
+    whole program up to here; ``amplification`` is accumulated error out over the worst
+    accumulated error in (floored at the dtype's epsilon); ``introduced`` is the error this
+    op adds, ``max(local, accumulated - accumulated in)``, and ``score`` is that in units
+    of rtol. ``flips`` counts boolean/integer elements (comparisons, argmax, branch
+    indices, loop counters) that differ from the float64 program.
+    """
+
+    index: int
+    primitive: str
+    source: str
+    function: str
+    dtype: str
+    shape: tuple
+    rtol: float
+    atol: float
+    local_error: float = 0.0
+    accumulated_error: float = 0.0
+    amplification: float = 1.0
+    introduced: float = 0.0
+    local_mismatches: int = 0
+    mismatches: int = 0
+    max_abs_error: float = 0.0
+    worst_index: tuple = ()
+    flips: int = 0
+    failed: bool = False
+
+    @property
+    def score(self) -> float:
+        if self.rtol == 0.0:  # integer/bool outputs: each flipped element counts as one unit
+            return float(self.flips)
+        return self.introduced / self.rtol
+
+    def to_json(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["score"] = self.score
+        return out
+
+
+@dataclasses.dataclass
+class _Site:
+    """What we know about a record before running: filled at trace time."""
+
+    eqn: object
+    output: int
+    inputs: tuple  # indices of the records whose errors flow into this one
+    rtol: float
+    atol: float
+
+
+class OpsReport:
+    """Result of check_ops: ``.records``, ``.worst(n)``, ``.first_failure``, ``.flips``, ``str()``."""
+
+    def __init__(self, records, outputs, skipped, fn_name):
+        self.records = records
+        self.outputs = outputs
+        self.skipped = skipped
+        self.fn_name = fn_name
+
+    @property
+    def failures(self):
+        return [r for r in self.records if r.failed]
+
+    @property
+    def first_failure(self):
+        return next((r for r in self.records if r.failed), None)
+
+    @property
+    def flips(self):
+        """Records where a comparison, argmax or branch came out differently than in float64."""
+        return [r for r in self.records if r.flips]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def worst(self, n=10):
+        """Records ranked by the error each op introduces (not the error it passes on)."""
+        return sorted(self.records, key=lambda r: -r.score)[:n]
+
+    def __str__(self):
+        lines = [
+            f"check_ops({self.fn_name}): {len(self.records)} outputs checked, "
+            f"{len(self.failures)} failed, {self.skipped} skipped"
+        ]
+        header = f"{'score':>9} {'local':>9} {'accum':>9} {'amplif':>9} {'flips':>5}  {'op':<20} {'dtype[shape]':<22} source"
+        lines.append(header)
+        for r in self.worst(10):
+            mark = "FAIL" if r.failed else ""
+            shape = f"{r.dtype}{list(r.shape)}"
+            lines.append(
+                f"{r.score:9.3g} {r.local_error:9.2e} {r.accumulated_error:9.2e} {r.amplification:9.3g} "
+                f"{r.flips:5d}  {r.primitive:<20} {shape:<22} {r.source} {mark}".rstrip()
+            )
+        first = self.first_failure
+        if first is not None:
+            lines.append(f"first failure: {first.primitive} at {first.source} ({_describe(first)})")
+        for r in self.flips:
+            lines.append(f"branch/argmax flip: {r.primitive} at {r.source}: {r.flips} element(s) differ from float64")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def _describe(r) -> str:
+    if r.flips:
+        return f"{r.flips} element(s) differ from float64"
+    return (
+        f"{r.mismatches} element(s) off the float64 program beyond rtol={r.rtol:g}, atol={r.atol:g}; "
+        f"max abs error {r.max_abs_error:.3g} at {r.worst_index}; amplification {r.amplification:.3g}"
+    )
+
+
+def _float_stats(working, reference, rtol, atol):
+    """[max diff, max |reference|, count outside tolerance, argmax diff] in float64."""
+    w = working.astype(reference.dtype)
+    same = (w == reference) | (jnp.isnan(w) & jnp.isnan(reference))
+    diff = jnp.where(same, 0.0, jnp.abs(w - reference))
+    diff = jnp.where(jnp.isnan(diff), jnp.inf, diff)
+    nonfinite = ~jnp.isfinite(w) | ~jnp.isfinite(reference)
+    bad = ~same & (nonfinite | (diff > atol + rtol * jnp.abs(reference)))
+    scale = jnp.max(jnp.where(jnp.isfinite(reference), jnp.abs(reference), 0.0))
+    return [jnp.max(diff), scale, jnp.sum(bad), jnp.argmax(diff)]
+
+
+class _Instrumenter:
+    """Evaluates a jaxpr three ways at trace time and collects per-record statistics."""
+
+    def __init__(self, rtol, atol, max_checks, max_numel):
+        self.rtol, self.atol = rtol, atol
+        self.max_checks, self.max_numel = max_checks, max_numel
+        self.sites = []
+        self.stats = []
+        self.skipped = 0
+        self.checks_per_site = collections.Counter()
+
+    def eval(self, jaxpr, consts, w_args, s_args, origins):
+        wenv, senv, oenv = {}, {}, {}
+
+        def read(env, v):
+            if isinstance(v, jcore.Literal):
+                value = np.asarray(v.val, dtype=v.aval.dtype)
+                return widen(value) if env is senv else value
+            return env[v]
+
+        def origin(v):
+            return () if isinstance(v, jcore.Literal) else oenv[v]
+
+        for v, x in zip(jaxpr.constvars, consts):
+            wenv[v], senv[v], oenv[v] = x, widen(x), ()
+        for v, w, s, o in zip(jaxpr.invars, w_args, s_args, origins):
+            wenv[v], senv[v], oenv[v] = w, s, o
+        for eqn in jaxpr.eqns:
+            win = [read(wenv, v) for v in eqn.invars]
+            sin = [read(senv, v) for v in eqn.invars]
+            oin = [origin(v) for v in eqn.invars]
+            inner = inner_jaxpr(eqn)
+            if inner is not None:
+                wout, sout, oout = self.eval(inner[0], inner[1], win, sin, oin)
+            elif uses_keys_or_bits(eqn):
+                # Random and bit-level ops: the shadow resyncs to the working value.
+                wout = bind(eqn, win)
+                sout = [widen(x) for x in wout]
+                oout = [()] * len(wout)
+            else:
+                # The barrier keeps XLA from rewriting across ops: it simplifies
+                # (x + 1e8) - 1e8 to x under jit, hiding what the program says.
+                wout = jax.lax.optimization_barrier(bind(eqn, win))
+                sout = apply_wide(eqn, sin)
+                merged = tuple(sorted(set().union(*oin)))
+                if eqn.primitive in LAYOUT:
+                    oout = [merged] * len(wout)
+                else:
+                    oout = self.check(eqn, win, wout, sout, sin, merged)
+            for v, w, s, o in zip(eqn.outvars, wout, sout, oout):
+                wenv[v], senv[v], oenv[v] = w, s, o
+        return (
+            [read(wenv, v) for v in jaxpr.outvars],
+            [read(senv, v) for v in jaxpr.outvars],
+            [origin(v) for v in jaxpr.outvars],
+        )
+
+    def check(self, eqn, win, wout, sout, sin, merged):
+        site = (eqn.primitive, _source(eqn)[0])
+        self.checks_per_site[site] += 1
+        if self.checks_per_site[site] > self.max_checks:
+            self.skipped += len(wout)
+            return [merged] * len(wout)
+        float_in = any(is_inexact(v.aval.dtype) for v in eqn.invars if not is_key(v.aval))
+        local = None
+        origins = []
+        for k, (v, w, s) in enumerate(zip(eqn.outvars, wout, sout)):
+            aval = v.aval
+            size = int(np.prod(aval.shape))
+            if size == 0 or size > self.max_numel:
+                self.skipped += 1
+                origins.append(merged)
+                continue
+            if is_inexact(aval.dtype):
+                if local is None:
+                    local = apply_wide(eqn, [widen(x) for x in win])
+                rtol, atol = tolerance(aval.dtype, rtol=self.rtol, atol=self.atol)
+                vec = _float_stats(w, local[k], rtol, atol)[:3] + _float_stats(w, s, rtol, atol) + [0]
+                origins.append((self._add(eqn, k, merged, rtol, atol, vec),))
+            else:
+                if float_in or eqn.primitive in CONTROL_FLOW:
+                    flips = jnp.sum(w != s)
+                    self._add(eqn, k, merged, 0.0, 0.0, [0] * (_N_STATS - 1) + [flips])
+                origins.append(merged)
+        if eqn.primitive is P.cond_p:
+            # The branch index itself: did float64 take the other branch?
+            self._add(eqn, -1, merged, 0.0, 0.0, [0] * (_N_STATS - 1) + [jnp.sum(win[0] != sin[0])])
+        return origins
+
+    def _add(self, eqn, output, inputs, rtol, atol, vec):
+        self.sites.append(_Site(eqn, output, inputs, rtol, atol))
+        self.stats.append(jnp.stack([jnp.asarray(x, jnp.float64) for x in vec]))
+        return len(self.sites) - 1
+
+
+def _records_from_stats(sites, stats):
+    records = []
+    for i, (site, row) in enumerate(zip(sites, stats)):
+        eqn = site.eqn
+        aval = eqn.invars[0].aval if site.output < 0 else eqn.outvars[site.output].aval
+        source, function = _source(eqn)
+        rec = Record(
+            index=i,
+            primitive=eqn.primitive.name,
+            source=source,
+            function=function,
+            dtype=str(aval.dtype),
+            shape=tuple(aval.shape),
+            rtol=site.rtol,
+            atol=site.atol,
+        )
+        l_diff, l_scale, l_bad, a_diff, a_scale, a_bad, a_arg, flips = (float(x) for x in row)
+        rec.flips = int(flips)
+        if site.rtol == 0.0:
+            rec.failed = rec.flips > 0
+            records.append(rec)
+            continue
+        rec.local_error = l_diff / max(l_scale, _TINY) if l_diff else 0.0
+        rec.accumulated_error = a_diff / max(a_scale, _TINY) if a_diff else 0.0
+        rec.local_mismatches, rec.mismatches = int(l_bad), int(a_bad)
+        rec.max_abs_error = a_diff
+        rec.worst_index = tuple(int(j) for j in np.unravel_index(int(a_arg), rec.shape)) if rec.shape else ()
+        inputs = [records[j] for j in site.inputs]
+        acc_in = max((r.accumulated_error for r in inputs), default=0.0)
+        floor = float(finfo(aval.dtype).eps)
+        rec.amplification = rec.accumulated_error / max(acc_in, floor)
+        rec.introduced = max(rec.local_error, rec.accumulated_error - acc_in, 0.0)
+        inherited = any(r.mismatches for r in inputs)
+        rec.failed = rec.local_mismatches > 0 or (
+            rec.mismatches > 0 and (not inherited or rec.amplification > AMPLIFICATION_LIMIT)
+        )
+        records.append(rec)
+    return records
+
+
+# Compiled instrumented programs, keyed by function and input types (bounded, oldest evicted).
+_CACHE: "collections.OrderedDict" = collections.OrderedDict()
+_CACHE_SIZE = 32
+
+
+def _flatten_inputs(args):
+    leaves, in_tree = jax.tree_util.tree_flatten(args)
+    # Convert outside x64 so Python scalars get the user's default (float32) dtype.
+    leaves = [jnp.asarray(x) for x in leaves]
+    return leaves, in_tree
+
+
+def _compile(fn, leaves, in_tree, rtol, atol, max_checks, max_numel):
+    def flat_fn(*xs):
+        return fn(*jax.tree_util.tree_unflatten(in_tree, xs))
+
+    closed, out_shape = jax.make_jaxpr(flat_fn, return_shape=True)(*leaves)
+    inst = _Instrumenter(rtol, atol, max_checks, max_numel)
+
+    def run(consts, xs):
+        outs, _, _ = inst.eval(closed.jaxpr, consts, xs, [widen(x) for x in xs], [()] * len(xs))
+        stats = jnp.stack(inst.stats) if inst.stats else jnp.zeros((0, _N_STATS), jnp.float64)
+        return outs, stats
+
+    with jax.enable_x64(True):
+        compiled = jax.jit(run).lower(closed.consts, leaves).compile()
+    return compiled, closed.consts, inst, jax.tree_util.tree_structure(out_shape)
+
+
+def _cache_key(fn, leaves, in_tree, *settings):
+    avals = tuple((x.shape, str(x.dtype), getattr(x, "weak_type", False)) for x in leaves)
+    key = (fn, in_tree, avals, settings)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _run(fn, args, rtol, atol, max_checks, max_numel):
+    leaves, in_tree = _flatten_inputs(args)
+    key = _cache_key(fn, leaves, in_tree, rtol, atol, max_checks, max_numel)
+    entry = _CACHE.get(key) if key is not None else None
+    if entry is None:
+        entry = _compile(fn, leaves, in_tree, rtol, atol, max_checks, max_numel)
+        if key is not None:
+            _CACHE[key] = entry
+            if len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    compiled, consts, inst, out_tree = entry
+    with jax.enable_x64(True):
+        outs, stats = compiled(consts, leaves)
+    records = _records_from_stats(inst.sites, np.asarray(stats))
+    name = getattr(fn, "__name__", type(fn).__name__)
+    return OpsReport(records, jax.tree_util.tree_unflatten(out_tree, outs), inst.skipped, name)
+
+
+class _Log:
+    """Appends failures as JSON lines; with log_once, each (primitive, source) site once."""
+
+    def __init__(self, path, log_once):
+        self.path, self.log_once = path, log_once
+        self.logged = set()
+
+    def write(self, report):
+        if self.path is None:
+            return
+        lines = []
+        for rec in report.failures:
+            site = (rec.primitive, rec.source)
+            if self.log_once and site in self.logged:
+                continue
+            self.logged.add(site)
+            entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "function": report.fn_name, **rec.to_json()}
+            lines.append(json.dumps(entry) + "\n")
+        if lines:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.writelines(lines)
+
+
+def check_ops(fn, *args, rtol=None, atol=None, max_checks=10, log_once=True, path=None, max_numel=1 << 20, _log=None):
+    """Check every equation of ``fn(*args)`` against float64; return an OpsReport.
+
+    Options follow FlagGems' precision checker: ``rtol``/``atol`` override the per-dtype
+    defaults (pass both or neither); at most ``max_checks`` equations per (primitive,
+    source line) site are checked, later ones are skipped; outputs with more than
+    ``max_numel`` elements are skipped; failures are appended as JSON lines to ``path``,
+    each site once when ``log_once``. The instrumented program is compiled once per
+    function and input types and cached.
+    """
+    if (rtol is None) != (atol is None):
+        raise ValueError("pass both rtol and atol, or neither")
+    report = _run(fn, args, rtol, atol, max_checks, max_numel)
+    (_log or _Log(path, log_once)).write(report)
+    return report
+
+
+__all__ = ["Record", "OpsReport", "check_ops"]

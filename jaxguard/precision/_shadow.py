@@ -1,0 +1,137 @@
+"""Re-evaluate a jaxpr in float64: the "shadow" of a computation.
+
+Every floating value becomes float64 (complex becomes complex128), dtype parameters
+such as ``convert_element_type(new_dtype=float32)`` or ``preferred_element_type`` are
+widened too, so a function that casts to float32 inside is still computed in float64.
+Nested jit / custom_jvp / custom_vjp / remat calls are inlined; scan, while and cond
+bodies are re-traced in float64. All of this must run under ``jax.enable_x64(True)``.
+"""
+
+import jax
+import jax.extend.core as jcore
+import jax.extend.core.primitives as P
+import numpy as np
+
+from jaxguard.precision._tolerance import is_inexact
+
+# Calls whose body we evaluate inline (forward values only; custom rules do not matter).
+INLINE = frozenset({P.jit_p, P.closed_call_p, P.call_p, P.remat_p, P.custom_jvp_call_p, P.custom_vjp_call_p})
+
+# Ops that look at bits, not values: they run in the working dtype.
+BIT_OPS = frozenset(
+    {
+        P.bitcast_convert_type_p,
+        P.nextafter_p,
+        P.and_p,
+        P.or_p,
+        P.xor_p,
+        P.not_p,
+        P.shift_left_p,
+        P.shift_right_logical_p,
+        P.shift_right_arithmetic_p,
+        P.population_count_p,
+        P.clz_p,
+    }
+)
+
+
+def wide_dtype(dtype) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if np.issubdtype(dtype, np.complexfloating):
+        return np.dtype(np.complex128)
+    if is_inexact(dtype):
+        return np.dtype(np.float64)
+    return dtype
+
+
+def is_key(aval) -> bool:
+    dtype = getattr(aval, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.extended)
+
+
+def widen(x):
+    """A float value as float64; anything else unchanged."""
+    if is_key(x):
+        return x
+    target = wide_dtype(x.dtype)
+    return x if x.dtype == target else jax.numpy.asarray(x).astype(target)
+
+
+def inner_jaxpr(eqn):
+    """(jaxpr, consts) of an inlinable call, else None."""
+    if eqn.primitive not in INLINE:
+        return None
+    body = eqn.params.get("jaxpr", eqn.params.get("call_jaxpr"))
+    if isinstance(body, jcore.ClosedJaxpr):
+        return body.jaxpr, body.consts
+    return body, ()
+
+
+def uses_keys_or_bits(eqn) -> bool:
+    return eqn.primitive in BIT_OPS or any(is_key(v.aval) for v in (*eqn.invars, *eqn.outvars))
+
+
+def widen_closed_jaxpr(closed):
+    """Re-trace a (scan/while/cond) body so that it computes in float64."""
+    avals = [
+        jax.ShapeDtypeStruct(a.shape, wide_dtype(a.dtype), weak_type=getattr(a, "weak_type", False))
+        if not is_key(a)
+        else a
+        for a in closed.in_avals
+    ]
+    return jax.make_jaxpr(lambda *xs: eval_wide(closed.jaxpr, closed.consts, xs))(*avals)
+
+
+def widen_params(params):
+    out = {}
+    for name, value in params.items():
+        if isinstance(value, np.dtype):
+            out[name] = wide_dtype(value)
+        elif isinstance(value, jcore.ClosedJaxpr):
+            out[name] = widen_closed_jaxpr(value)
+        elif isinstance(value, tuple) and value and all(isinstance(v, jcore.ClosedJaxpr) for v in value):
+            out[name] = tuple(widen_closed_jaxpr(v) for v in value)
+        else:
+            out[name] = value
+    return out
+
+
+def bind(eqn, ins, params=None):
+    outs = eqn.primitive.bind(*ins, **(eqn.params if params is None else params))
+    return list(outs) if eqn.primitive.multiple_results else [outs]
+
+
+def apply_wide(eqn, ins):
+    """One equation on float64 inputs, giving float64 outputs."""
+    inner = inner_jaxpr(eqn)
+    if inner is not None:
+        return eval_wide(inner[0], inner[1], ins)
+    if uses_keys_or_bits(eqn):
+        # Bits of a float64 mean something else: do this op in the working dtype.
+        narrow = [x if is_key(v.aval) else jax.numpy.asarray(x).astype(v.aval.dtype) for v, x in zip(eqn.invars, ins)]
+        return [widen(o) for o in bind(eqn, narrow)]
+    if eqn.primitive is P.reduce_precision_p:
+        # It emulates a narrower format; the exact value is its input.
+        return [ins[0]]
+    return bind(eqn, ins, widen_params(eqn.params))
+
+
+def read(env, v):
+    if isinstance(v, jcore.Literal):
+        # Literals may be Python scalars; give them the jaxpr's dtype before widening.
+        return widen(np.asarray(v.val, dtype=v.aval.dtype))
+    return env[v]
+
+
+def eval_wide(jaxpr, consts, args):
+    """Evaluate ``jaxpr`` with every float widened to float64."""
+    env = {}
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = widen(x)
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = widen(x)
+    for eqn in jaxpr.eqns:
+        outs = apply_wide(eqn, [read(env, v) for v in eqn.invars])
+        for v, x in zip(eqn.outvars, outs):
+            env[v] = x
+    return [read(env, v) for v in jaxpr.outvars]
