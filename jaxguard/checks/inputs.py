@@ -1,0 +1,193 @@
+"""JG501-JG502: Python lists where JAX wants arrays (sharp bits: "Non-array inputs")."""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+
+import libcst as cst
+
+from jaxguard.lint.engine import ReplaceNode
+from jaxguard.lint.facts import literal_int, positional
+from jaxguard.lint.registry import Rule, register
+
+
+@functools.cache
+def list_rejecting_positions() -> dict[str, frozenset[int]]:
+    """jax.numpy function -> argument positions where a list raises TypeError.
+
+    Generated from the installed JAX by tools/gen_jax_data.py (the file records the version).
+    """
+    text = resources.files("jaxguard.data").joinpath("jnp_list_args.json").read_text()
+    return {name: frozenset(p) for name, p in json.loads(text)["functions"].items()}
+
+
+def _is_list_like(ctx, node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(node, cst.Call):
+        return ctx.qualname(node.func) in ("builtins.list", "builtins.range", "builtins.tuple")
+    return False
+
+
+@register
+class ListToJnp(Rule):
+    code = "JG501"
+    name = "list-to-jnp"
+    message = "jax.numpy.{func} does not accept a Python {kind} (TypeError); wrap it in {jnp}.asarray(...)"
+    fix_kind = "autofix"
+    what = "Flags a list or tuple literal, a list comprehension, or `list(...)`/`tuple(...)`/`range(...)` passed where a `jax.numpy` function requires an array."
+    why = """
+        Unlike NumPy, `jax.numpy` functions reject lists and tuples (`TypeError: sum requires
+        ndarray or scalar arguments`): under tracing each element would become a separate
+        input, silently slowing tracing and compilation. Convert explicitly.
+    """
+    example = """
+        import jax.numpy as jnp
+
+        total = jnp.sum([1, 2, 3])
+    """
+    use_instead = """
+        import jax.numpy as jnp
+
+        total = jnp.sum(jnp.asarray([1, 2, 3]))
+    """
+    fix_safety = """
+        Wrapping the argument in `jnp.asarray(...)` (using the module's own alias for
+        `jax.numpy`) is what JAX's error message asks for and gives the same value. The set of
+        functions and argument positions is generated from the installed JAX.
+    """
+    invalid = (
+        "import jax.numpy as jnp\nprint(jnp.sum([1, 2, 3]))\n",
+        "from jax import numpy as np\ny = np.where((True, False), 1, 0)\n",
+        "import jax.numpy as jnp\nz = jnp.mean(list(range(10)))\n",
+        "import jax.numpy as jnp\nw = jnp.maximum(jnp.zeros(2), [x * 2 for x in (1, 2)])\n",
+    )
+    valid = (
+        "import numpy as np\nprint(np.sum([1, 2, 3]))\n",
+        "import jax.numpy as jnp\nx = jnp.array([1, 2, 3])\ny = jnp.zeros((2, 3))\nz = jnp.concatenate([x, x])\n",
+        "import jax.numpy as jnp\nx = jnp.sum(jnp.array([1, 2]))\ns = jnp.stack([x, x])\nr = jnp.reshape(x, (2, 1))\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        qualified = ctx.qualname(node.func)
+        if qualified is None or not qualified.startswith("jax.numpy."):
+            return
+        func = qualified[len("jax.numpy.") :]
+        positions = list_rejecting_positions().get(func)
+        if not positions:
+            return
+        for index, arg in enumerate(positional(node)):
+            if index in positions and _is_list_like(ctx, arg):
+                self._report(node, arg, func)
+
+    def _report(self, call: cst.Call, arg: cst.BaseExpression, func: str) -> None:
+        ctx = self.ctx
+        alias = ctx.code(call.func.value).strip() if isinstance(call.func, cst.Attribute) else ctx.module_alias("jax.numpy")
+        kind = {cst.List: "list", cst.Tuple: "tuple", cst.ListComp: "list"}.get(type(arg), ctx.code(arg).split("(")[0].strip())
+        fix = None
+        if alias is not None:
+            fix = ([ReplaceNode(arg, f"{alias}.asarray({ctx.code(arg).strip()})")], True, f"wrap in {alias}.asarray()")
+        self.report(arg, self.message.format(func=func, kind=kind, jnp=alias or "jnp"), fix)
+
+
+def _scalar_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        return _scalar_literal(node.expression)
+    return isinstance(node, cst.Name) and node.value in ("True", "False")
+
+
+@register
+class ListToJitted(Rule):
+    code = "JG502"
+    name = "list-to-jitted"
+    message = "a Python {kind} of scalars passed to a jitted function becomes {n} separate traced inputs; pass an array"
+    fix_kind = "suggest"
+    what = "Flags a list or tuple of Python numbers, or `list(range(...))`, passed to a jitted (or `make_jaxpr`-traced) function."
+    why = """
+        A list is a pytree: every element becomes its own scalar input of the compiled program.
+        Tracing and compilation get slower with the list's length, and a list of another
+        length compiles again. Convert it to an array first (`jnp.asarray(xs)`). Lists of
+        arrays (pytrees of parameters) are fine and not flagged.
+    """
+    example = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def total(xs):
+            return jnp.sum(jnp.asarray(xs))
+
+        total([1.0, 2.0, 3.0])
+    """
+    use_instead = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def total(xs):
+            return jnp.sum(xs)
+
+        total(jnp.asarray([1.0, 2.0, 3.0]))
+    """
+    invalid = (
+        "import jax\nimport jax.numpy as jnp\ndef permissive_sum(x):\n    return jnp.sum(jnp.array(x))\n"
+        "x = list(range(10))\njax.make_jaxpr(permissive_sum)(x)\n",
+        "import jax\n@jax.jit\ndef f(xs):\n    return xs[0]\nf([1, 2, 3])\n",
+        "import jax\ndef g(a, b):\n    return a\ng_fast = jax.jit(g)\ng_fast(1.0, (0.5, -0.5))\n",
+    )
+    valid = (
+        "import jax, jax.numpy as jnp\n@jax.jit\ndef f(params, x):\n    return x\nparams = [jnp.ones(3), jnp.zeros(3)]\nf(params, 1.0)\n",
+        "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnums=(1,))\ndef f(x, shape):\n    return x\nf(1.0, (2, 3))\n",
+        "def f(xs):\n    return xs\nf([1, 2, 3])\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        spec = ctx.facts.jitted_spec(node.func, ctx.scope)
+        if spec is None:
+            return
+        target = self._target_params(node)
+        for index, arg in enumerate(node.args):
+            if arg.star:
+                return
+            if arg.keyword is None and index in spec.argnums:
+                continue
+            if arg.keyword is not None and arg.keyword.value in spec.argnames:
+                continue
+            if arg.keyword is None and target and index < len(target) and target[index] in spec.argnames:
+                continue
+            found = self._scalars(arg.value)
+            if found is not None:
+                kind, count = found
+                self.report(arg.value, self.message.format(kind=kind, n=count))
+
+    def _target_params(self, call: cst.Call) -> list[str]:
+        func = call.func
+        if isinstance(func, cst.Call) and positional(func):
+            func = positional(func)[0]
+        info = self.ctx.facts.function_for(func, self.ctx.scope)
+        return info.params if info is not None else []
+
+    def _scalars(self, node: cst.BaseExpression):
+        if isinstance(node, cst.Name):
+            owner = self.ctx.scope.lookup(node.value)
+            values = owner.values.get(node.value) if owner is not None else None
+            if values and len(values) == 1 and values[0] is not None:
+                return self._scalars(values[0])
+            return None
+        if isinstance(node, (cst.List, cst.Tuple)) and node.elements:
+            if all(_scalar_literal(e.value) for e in node.elements):
+                return ("list" if isinstance(node, cst.List) else "tuple"), str(len(node.elements))
+            return None
+        if isinstance(node, cst.Call) and self.ctx.qualname(node.func) in ("builtins.list", "builtins.tuple"):
+            args = positional(node)
+            if len(args) == 1 and isinstance(args[0], cst.Call) and self.ctx.qualname(args[0].func) == "builtins.range":
+                bounds = [literal_int(a) for a in positional(args[0])]
+                count = str(bounds[-1]) if len(bounds) == 1 and bounds[0] is not None else "one per element:"
+                return "list", count if count[0].isdigit() else "many"
+        return None

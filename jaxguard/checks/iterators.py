@@ -1,0 +1,90 @@
+"""JG201: iterators are stateful Python objects; tracing consumes them once."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from jaxguard.lint.facts import positional
+from jaxguard.lint.registry import Rule, register
+
+
+@register
+class IteratorInTraced(Rule):
+    code = "JG201"
+    name = "iterator-in-traced"
+    message = "{what}: an iterator is consumed once, at trace time, so the compiled program sees one fixed value"
+    what = "Flags `next()` on an iterator from outside a traced function or lax body, and iterators (`iter(...)`, generator expressions) passed as operands of lax control flow or jitted functions."
+    why = """
+        An iterator carries hidden state. JAX runs the Python body once to trace it, so `next()`
+        is evaluated once and its value is baked into the program (`fori_loop` with
+        `next(iterator)` sums the same element ten times, giving 0 instead of 45). Passing an
+        iterator as an operand raises a TypeError. Index an array instead.
+    """
+    example = """
+        import jax.numpy as jnp
+        from jax import lax
+
+        iterator = iter(range(10))
+        total = lax.fori_loop(0, 10, lambda i, x: x + next(iterator), 0)
+    """
+    use_instead = """
+        import jax.numpy as jnp
+        from jax import lax
+
+        array = jnp.arange(10)
+        total = lax.fori_loop(0, 10, lambda i, x: x + array[i], 0)
+    """
+    invalid = (
+        "from jax import lax\niterator = iter(range(10))\nprint(lax.fori_loop(0, 10, lambda i,x: x+next(iterator), 0))\n",
+        "import jax.numpy as jnp\nfrom jax import lax\niter_operand = iter(range(10))\nlax.cond(True, lambda x: next(x)+1, lambda x: next(x)-1, iter_operand)\n",
+        "import jax\nfrom jax import make_jaxpr\ndef func11(arr, extra):\n    return arr\nmake_jaxpr(func11)(iter(range(16)), 5.)\n",
+        "import jax\nbatches = iter([1.0, 2.0])\n@jax.jit\ndef f(x):\n    return x + next(batches)\n",
+    )
+    valid = (
+        "import jax.numpy as jnp\nfrom jax import lax\narray = jnp.arange(10)\nprint(lax.fori_loop(0, 10, lambda i,x: x+array[i], 0))\n",
+        "import jax\n@jax.jit\ndef f(xs):\n    total = 0.0\n    for x in iter(xs):\n        total = total + x\n    return total\n",
+        "batches = iter([1, 2, 3])\nfirst = next(batches)\n",
+        "import jax\n@jax.jit\ndef f(pairs):\n    it = iter(pairs)\n    a = next(it)\n    return a\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        name = ctx.qualname(node.func)
+        if name == "builtins.next" and ctx.in_traced:
+            args = positional(node)
+            if args and isinstance(args[0], cst.Name) and not self._local(args[0].value):
+                self.report(node, self.message.format(what=f"next({args[0].value}) in a traced function"))
+            return
+        operands = self._operands(node)
+        for operand in operands:
+            if self._is_iterator(operand):
+                self.report(operand, self.message.format(what="iterator passed to a traced function"))
+
+    def _local(self, name: str) -> bool:
+        """Bound in the traced function itself (params of lax bodies are operands, checked at the call)."""
+        owner = self.ctx.scope.lookup(name)
+        function = self.ctx.function
+        if owner is None or function is None:
+            return False
+        return owner is function.scope and (name not in function.params or function.params_traced)
+
+    def _operands(self, call: cst.Call) -> list[cst.BaseExpression]:
+        ctx = self.ctx
+        bodies = ctx.facts.lax_body_args.get(call)
+        if bodies is not None:
+            return [a.value for a in call.args if a.value not in bodies]
+        if ctx.facts.jitted_spec(call.func, ctx.scope) is not None:
+            return [a.value for a in call.args]
+        return []
+
+    def _is_iterator(self, node: cst.BaseExpression) -> bool:
+        ctx = self.ctx
+        if isinstance(node, cst.GeneratorExp):
+            return True
+        if isinstance(node, cst.Call):
+            return ctx.qualname(node.func) == "builtins.iter"
+        if isinstance(node, cst.Name):
+            owner = ctx.scope.lookup(node.value)
+            values = owner.values.get(node.value) if owner is not None else None
+            return bool(values) and len(values) == 1 and values[0] is not None and self._is_iterator(values[0])
+        return False

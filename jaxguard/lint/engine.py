@@ -1,0 +1,379 @@
+"""source -> parse -> module facts -> rules (one batched traversal) -> diagnostics -> fixes."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from jaxguard.lint import kinds
+from jaxguard.lint.diagnostic import Diagnostic, Edit, Fix
+from jaxguard.lint.facts import ModuleFacts, Scope
+from jaxguard.lint.registry import INTERNAL_ERROR, SYNTAX_ERROR, Rule, all_rules
+from jaxguard.lint.suppress import Suppressions
+
+MAX_FIX_PASSES = 10
+
+
+@dataclass(frozen=True)
+class LintSettings:
+    enabled: frozenset[str]
+    traced_decorators: tuple[str, ...] = ()
+    x64: bool = False
+
+
+@dataclass(frozen=True)
+class ReplaceNode:
+    """A fix step: replace `node` by `text` (resolved to offsets once positions are known)."""
+
+    node: cst.CSTNode
+    text: str
+
+
+@dataclass(frozen=True)
+class AddImport:
+    """A fix step: make sure `statement` (e.g. `import jax`) is at the top of the module."""
+
+    statement: str
+
+
+@dataclass(frozen=True)
+class RemoveNode:
+    """A fix step: delete a whole statement line."""
+
+    node: cst.CSTNode
+
+
+@dataclass
+class PendingFix:
+    steps: tuple
+    safe: bool
+    description: str
+
+
+@dataclass
+class _Report:
+    rule: type[Rule]
+    node: cst.CSTNode
+    message: str
+    fix: PendingFix | None
+    statement: cst.CSTNode | None
+
+
+class RuleContext:
+    """What a rule sees: the module's facts, the current scope, value kinds, and `report`."""
+
+    def __init__(self, facts: ModuleFacts, settings: LintSettings, path: str) -> None:
+        self.facts = facts
+        self.settings = settings
+        self.path = path
+        self.scope_stack: list[Scope] = []
+        self.statement_stack: list[cst.CSTNode] = []
+        self.kinds = kinds.KindTracker(self)
+        self.reports: list[_Report] = []
+
+    @property
+    def module(self) -> cst.Module:
+        return self.facts.module
+
+    @property
+    def scope(self) -> Scope:
+        return self.scope_stack[-1]
+
+    @property
+    def function(self):
+        """The innermost enclosing FunctionInfo, or None at module level."""
+        return self.facts.enclosing_function(self.scope)
+
+    @property
+    def in_traced(self) -> bool:
+        function = self.function
+        return function is not None and function.traced
+
+    def qualname(self, node: cst.BaseExpression) -> str | None:
+        return self.facts.qualname(node, self.scope)
+
+    def kind_of(self, node: cst.BaseExpression) -> str | None:
+        return self.kinds.kind_of(node)
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def module_alias(self, qualified: str) -> str | None:
+        """A name in scope that refers to module `qualified` (e.g. `jnp` for jax.numpy)."""
+        scope: Scope | None = self.scope
+        while scope is not None:
+            for local, target in scope.imports.items():
+                if target == qualified and scope.lookup(local) is scope and local not in scope.values:
+                    if self.scope.lookup(local) is scope:
+                        return local
+            scope = scope.parent
+        return None
+
+    def report(self, rule: Rule, node: cst.CSTNode, message: str, fix, statement=None) -> None:
+        pending = None
+        if fix is not None:
+            steps, safe, description = fix
+            pending = PendingFix(tuple(steps), safe, description)
+        if statement is None and self.statement_stack:
+            statement = self.statement_stack[-1]
+        self.reports.append(_Report(type(rule), node, message, pending, statement))
+
+
+class _Runner(cst.CSTVisitor):
+    """The batched traversal: every enabled rule's visit_/leave_ methods, one walk."""
+
+    def __init__(self, ctx: RuleContext, rules: list[Rule]) -> None:
+        self.ctx = ctx
+        self.rules = rules
+        self.visitors: dict[str, list] = {}
+        self.leavers: dict[str, list] = {}
+        for rule in rules:
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_"):
+                    self.visitors.setdefault(attr[6:], []).append(getattr(rule, attr))
+                elif attr.startswith("leave_"):
+                    self.leavers.setdefault(attr[6:], []).append(getattr(rule, attr))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        ctx = self.ctx
+        scope = ctx.facts.scopes.get(node)
+        if scope is not None:
+            ctx.scope_stack.append(scope)
+            ctx.kinds.enter(scope)
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            ctx.statement_stack.append(node)
+        for callback in self.visitors.get(type(node).__name__, ()):
+            callback(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        ctx = self.ctx
+        for callback in self.leavers.get(type(original_node).__name__, ()):
+            callback(original_node)
+        ctx.kinds.after(original_node)
+        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            ctx.statement_stack.pop()
+        if original_node in ctx.facts.scopes:
+            ctx.kinds.leave(ctx.scope_stack.pop())
+
+
+@dataclass
+class LintResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Fixes resolved to text edits, parallel to `diagnostics` (None where not fixable).
+    parse_error: bool = False
+
+
+def _line_offsets(source: str) -> list[int]:
+    offsets = [0]
+    for index, char in enumerate(source):
+        if char == "\n":
+            offsets.append(index + 1)
+    return offsets
+
+
+def parse_error_diagnostic(path: str, error: Exception) -> Diagnostic:
+    line = getattr(error, "raw_line", None) or getattr(error, "lineno", None) or 1
+    column = getattr(error, "raw_column", None)
+    column = (column + 1) if isinstance(column, int) else (getattr(error, "offset", None) or 1)
+    message = getattr(error, "message", None) or str(error).splitlines()[0]
+    code, name = SYNTAX_ERROR
+    return Diagnostic(code, name, f"cannot parse: {message}", line, column, line, column, path=path)
+
+
+def lint_source(source: str, path: str, settings: LintSettings) -> LintResult:
+    """Lint one module's text. Never raises for bad input: a parse failure is a diagnostic."""
+    try:
+        module = cst.parse_module(source)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as error:
+        return LintResult([parse_error_diagnostic(path, error)], parse_error=True)
+    return LintResult(_lint_module(module, source, path, settings))
+
+
+def _lint_module(module: cst.Module, source: str, path: str, settings: LintSettings) -> list[Diagnostic]:
+    rules_by_code = all_rules()
+    facts = ModuleFacts.build(module, settings.traced_decorators)
+    ctx = RuleContext(facts, settings, path)
+    rules = [rules_by_code[code](ctx) for code in sorted(settings.enabled) if code in rules_by_code]
+    diagnostics: list[Diagnostic] = []
+    try:
+        module.visit(_Runner(ctx, rules))
+        for rule in rules:
+            rule.finish()
+    except RecursionError:
+        code, name = INTERNAL_ERROR
+        return [Diagnostic(code, name, "module too deeply nested to analyze", 1, 1, 1, 1, path=path)]
+    except Exception as error:  # one rule's bug must not stop the run
+        code, name = INTERNAL_ERROR
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        message = f"internal error: {type(error).__name__}: {error} (at {where.name}:{where.lineno})"
+        return [Diagnostic(code, name, message, 1, 1, 1, 1, path=path)]
+    if not ctx.reports:
+        return diagnostics
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    offsets = _line_offsets(source)
+    suppressions = Suppressions.from_source(source)
+    seen = set()
+    for report in ctx.reports:
+        span = positions[report.node]
+        key = (report.rule.code, span.start.line, span.start.column, report.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        noqa_lines = _statement_lines(report, positions, span)
+        if suppressions.suppressed(report.rule.code, noqa_lines):
+            continue
+        fix = _resolve_fix(report.fix, positions, offsets, module, source) if report.fix else None
+        diagnostics.append(
+            Diagnostic(
+                report.rule.code,
+                report.rule.name,
+                report.message,
+                span.start.line,
+                span.start.column + 1,
+                span.end.line,
+                span.end.column + 1,
+                fix=fix,
+                path=path,
+                noqa_lines=tuple(noqa_lines),
+            )
+        )
+    diagnostics.sort(key=Diagnostic.sort_key)
+    return diagnostics
+
+
+def _statement_lines(report: _Report, positions, span) -> list[int]:
+    """The lines on which a `# noqa` applies: the whole simple statement, or a header."""
+    lines = set(range(span.start.line, span.end.line + 1))
+    statement = report.statement
+    if statement is not None:
+        statement_span = positions[statement]
+        end = statement_span.end.line
+        if isinstance(statement, cst.BaseCompoundStatement):
+            end = span.end.line
+        lines.update(range(statement_span.start.line, end + 1))
+    return sorted(lines)
+
+
+def _resolve_fix(pending: PendingFix, positions, offsets, module: cst.Module, source: str) -> Fix:
+    edits = []
+    for step in pending.steps:
+        if isinstance(step, ReplaceNode):
+            span = positions[step.node]
+            start = offsets[span.start.line - 1] + span.start.column
+            end = offsets[span.end.line - 1] + span.end.column
+            edits.append(Edit(start, end, step.text))
+        elif isinstance(step, RemoveNode):
+            span = positions[step.node]
+            start = offsets[span.start.line - 1]
+            end = offsets[span.end.line] if span.end.line < len(offsets) else len(source)
+            edits.append(Edit(start, end, ""))
+        elif isinstance(step, AddImport):
+            if step.statement not in _top_level_imports(module):
+                at = _import_insertion_offset(module, positions, offsets)
+                edits.append(Edit(at, at, step.statement + "\n"))
+    return Fix(tuple(edits), pending.safe, pending.description)
+
+
+def _top_level_imports(module: cst.Module) -> set[str]:
+    found = set()
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    found.add(module.code_for_node(small).strip())
+    return found
+
+
+def _import_insertion_offset(module: cst.Module, positions, offsets) -> int:
+    """After the docstring and `from __future__` imports: where a new import belongs."""
+    insert_before = None
+    for index, statement in enumerate(module.body):
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            small = statement.body[0]
+            if index == 0 and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+                continue
+            if isinstance(small, cst.ImportFrom) and _dotted_module(small) == "__future__":
+                continue
+        insert_before = statement
+        break
+    if insert_before is None:
+        return offsets[-1] if module.code.endswith("\n") else len(module.code)
+    span = positions[insert_before]
+    return offsets[span.start.line - 1]
+
+
+def _dotted_module(node: cst.ImportFrom) -> str:
+    return cst.Module([]).code_for_node(node.module) if node.module is not None else ""
+
+
+# fixing ---------------------------------------------------------------------------
+
+
+def apply_edits(source: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping edits (identical duplicates are applied once)."""
+    result = []
+    last = 0
+    for edit in sorted(set(edits), key=lambda e: (e.start, e.end)):
+        if edit.start < last:
+            continue
+        result.append(source[last : edit.start])
+        result.append(edit.text)
+        last = edit.end
+    result.append(source[last:])
+    return "".join(result)
+
+
+def _parses(source: str) -> bool:
+    try:
+        cst.parse_module(source)
+    except Exception:
+        return False
+    return True
+
+
+def _conflicts(a: Edit, b: Edit) -> bool:
+    if a == b:
+        return False  # the same import added by two fixes
+    if a.start == a.end == b.start == b.end:
+        return True  # two insertions at one point: their order would matter
+    return a.start < b.end and b.start < a.end
+
+
+def _fixes_apply(source: str, fixes: list[Fix]) -> tuple[str, int]:
+    """Apply the fixes that don't conflict; keep them only if the result still parses."""
+    chosen: list[Fix] = []
+    for fix in fixes:
+        if not any(_conflicts(a, b) for other in chosen for a in fix.edits for b in other.edits):
+            chosen.append(fix)
+    if not chosen:
+        return source, 0
+    candidate = apply_edits(source, [e for fix in chosen for e in fix.edits])
+    if _parses(candidate):
+        return candidate, len(chosen)
+    # Fall back to the first fix on its own that parses; the next pass picks up the rest.
+    for fix in chosen:
+        attempt = apply_edits(source, list(fix.edits))
+        if _parses(attempt):
+            return attempt, 1
+    return source, 0
+
+
+def fix_source(source: str, path: str, settings: LintSettings, unsafe: bool = False) -> tuple[str, int, list[Diagnostic]]:
+    """Apply fixes until none is left. Returns (new source, fixes applied, remaining diagnostics)."""
+    total = 0
+    for _ in range(MAX_FIX_PASSES):
+        result = lint_source(source, path, settings)
+        if result.parse_error:
+            return source, total, result.diagnostics
+        fixes = [d.fix for d in result.diagnostics if d.fix and d.fix.edits and (d.fix.safe or unsafe)]
+        if not fixes:
+            return source, total, result.diagnostics
+        new_source, applied = _fixes_apply(source, fixes)
+        if applied == 0 or new_source == source:
+            return source, total, result.diagnostics
+        source, total = new_source, total + applied
+    return source, total, lint_source(source, path, settings).diagnostics

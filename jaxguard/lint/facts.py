@@ -1,0 +1,773 @@
+"""The one facts pass per module: scopes, imports, traced functions, jitted names.
+
+Rules never re-derive scope or imports; they ask these facts. The pass is a single
+libcst traversal that records raw bindings and interesting calls; everything that
+needs the whole module (name resolution, which functions are traced) is derived
+after it, lazily and once.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+BUILTIN_NAMES = frozenset(dir(builtins))
+
+# Transformations whose function argument is traced with abstract values.
+# qualified name -> (keyword naming static positions, keyword naming static names)
+TRACING_TRANSFORMS: dict[str, tuple[str | None, str | None]] = {
+    "jax.jit": ("static_argnums", "static_argnames"),
+    "jax.pmap": ("static_broadcasted_argnums", None),
+    "jax.vmap": (None, None),
+    "jax.checkpoint": ("static_argnums", None),
+    "jax.remat": ("static_argnums", None),
+    "jax.ad_checkpoint.checkpoint": ("static_argnums", None),
+    "jax.shard_map": (None, None),
+    "jax.experimental.shard_map.shard_map": (None, None),
+    "jax.experimental.pjit.pjit": ("static_argnums", "static_argnames"),
+    "jax.make_jaxpr": ("static_argnums", None),
+    "jax.eval_shape": (None, None),
+    "equinox.filter_jit": (None, None),
+    "equinox.filter_vmap": (None, None),
+    "flax.nnx.jit": ("static_argnums", "static_argnames"),
+    "flax.nnx.vmap": (None, None),
+    "flax.nnx.remat": (None, None),
+}
+
+# Transformations that compile: their results are "jitted callables".
+JIT_TRANSFORMS = frozenset(
+    {"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "equinox.filter_jit", "flax.nnx.jit"}
+)
+
+# lax control flow: qualified name -> positions (or keyword names) of traced bodies.
+LAX_BODIES: dict[str, tuple[tuple[int, str], ...]] = {
+    "jax.lax.scan": ((0, "f"),),
+    "jax.lax.fori_loop": ((2, "body_fun"),),
+    "jax.lax.while_loop": ((0, "cond_fun"), (1, "body_fun")),
+    "jax.lax.cond": ((1, "true_fun"), (2, "false_fun")),
+    "jax.lax.switch": ((1, "branches"),),
+    "jax.lax.map": ((0, "f"),),
+    "jax.lax.associative_scan": ((0, "fn"),),
+}
+
+# Differentiation: traces, but Python control flow on values stays legal.
+GRAD_TRANSFORMS = frozenset(
+    {"jax.grad", "jax.value_and_grad", "jax.jacrev", "jax.jacfwd", "jax.hessian", "jax.vjp", "jax.jvp"}
+)
+
+# Last attribute names worth recording during the pass (resolved by qualified name later).
+_INTERESTING_CALL_TAILS = frozenset(
+    {name.rsplit(".", 1)[1] for name in (*TRACING_TRANSFORMS, *LAX_BODIES, *GRAD_TRANSFORMS)}
+    | {"partial"}
+)
+
+
+@dataclass
+class StaticSpec:
+    """Which parameters a transformation treats as concrete."""
+
+    argnums: tuple[int, ...] = ()
+    argnames: tuple[str, ...] = ()
+
+    def static_params(self, params: list[str]) -> set[str]:
+        names = set(self.argnames)
+        for index in self.argnums:
+            if -len(params) <= index < len(params):
+                names.add(params[index])
+        return names
+
+
+@dataclass(eq=False)
+class Scope:
+    node: cst.CSTNode
+    kind: str  # "module" | "class" | "function"
+    parent: Scope | None
+    imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    values: dict[str, list[cst.BaseExpression | None]] = field(default_factory=dict)
+    defs: dict[str, FunctionInfo] = field(default_factory=dict)
+    classes: dict[str, cst.ClassDef] = field(default_factory=dict)
+    declared_global: set[str] = field(default_factory=set)
+    declared_nonlocal: set[str] = field(default_factory=set)
+    params: list[str] = field(default_factory=list)
+    function: FunctionInfo | None = None
+
+    def binds(self, name: str) -> bool:
+        if name in self.declared_global or name in self.declared_nonlocal:
+            return False
+        return (
+            name in self.imports
+            or name in self.values
+            or name in self.defs
+            or name in self.classes
+            or name in self.params
+        )
+
+    def lookup(self, name: str) -> Scope | None:
+        """The scope that binds `name`, following Python's rules (class bodies are skipped)."""
+        scope: Scope | None = self
+        first = True
+        while scope is not None:
+            if (first or scope.kind != "class") and scope.binds(name):
+                return scope
+            if name in scope.declared_global:
+                return scope.module
+            first = False
+            scope = scope.parent
+        return None
+
+    @property
+    def module(self) -> Scope:
+        scope = self
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    node: cst.FunctionDef | cst.Lambda
+    name: str
+    scope: Scope  # the function's own scope
+    parent: Scope  # where it is defined
+    params: list[str]
+    class_name: str | None = None
+    decorators: list[cst.Decorator] = field(default_factory=list)
+    calls: list[cst.Call] = field(default_factory=list)
+    traced: bool = False
+    # True where JAX passes tracers for the parameters (a transformed function, a lax body);
+    # False for helpers reached by calls, whose arguments may be concrete.
+    params_traced: bool = False
+    static_params: set[str] = field(default_factory=set)
+    traced_by: str = ""  # the qualified name of the transformation, for messages
+    differentiated: bool = False
+
+    @property
+    def traced_params(self) -> set[str]:
+        if not self.params_traced:
+            return set()
+        skip = {"self", "cls"} if self.class_name else set()
+        return {p for p in self.params if p not in self.static_params and p not in skip}
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def _import_alias_name(alias: cst.ImportAlias) -> str:
+    return _dotted(alias.name) or ""
+
+
+def _target_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names: list[str] = []
+        for element in target.elements:
+            names.extend(_target_names(element.value))
+        return names
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
+def _params(parameters: cst.Parameters) -> list[str]:
+    names = [p.name.value for p in (*parameters.posonly_params, *parameters.params)]
+    if isinstance(parameters.star_arg, cst.Param):
+        names.append(parameters.star_arg.name.value)
+    names.extend(p.name.value for p in parameters.kwonly_params)
+    if parameters.star_kwarg is not None:
+        names.append(parameters.star_kwarg.name.value)
+    return names
+
+
+def literal_int(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if (
+        isinstance(node, cst.UnaryOperation)
+        and isinstance(node.operator, cst.Minus)
+        and isinstance(node.expression, cst.Integer)
+    ):
+        return -int(node.expression.value, 0)
+    return None
+
+
+def literal_str(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def literal_ints(node: cst.BaseExpression) -> tuple[int, ...] | None:
+    single = literal_int(node)
+    if single is not None:
+        return (single,)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        values = [literal_int(e.value) for e in node.elements]
+        if all(v is not None for v in values):
+            return tuple(values)  # type: ignore[arg-type]
+    return None
+
+
+def literal_strs(node: cst.BaseExpression) -> tuple[str, ...] | None:
+    single = literal_str(node)
+    if single is not None:
+        return (single,)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        values = [literal_str(e.value) for e in node.elements]
+        if all(v is not None for v in values):
+            return tuple(values)  # type: ignore[arg-type]
+    return None
+
+
+def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def positional(call: cst.Call) -> list[cst.BaseExpression]:
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
+def argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
+    """The argument at `index` or passed as keyword `name`."""
+    args = positional(call)
+    if index < len(args):
+        return args[index]
+    return keyword(call, name)
+
+
+def loaded_names(module: cst.Module) -> set[cst.Name]:
+    """Name nodes that are read (not assignment targets, attribute names or keywords)."""
+    loads: set[cst.Name] = set()
+    skip: set[cst.CSTNode] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            skip.add(node.attr)
+
+        def visit_Arg(self, node: cst.Arg) -> None:
+            if node.keyword is not None:
+                skip.add(node.keyword)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            skip.update(target_name_nodes(node.target))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            skip.update(target_name_nodes(node.target))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            skip.update(target_name_nodes(node.target))
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            skip.add(node.name)
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            skip.add(node.name)
+
+        def visit_Param(self, node: cst.Param) -> None:
+            skip.add(node.name)
+
+        def visit_For(self, node: cst.For) -> None:
+            skip.update(target_name_nodes(node.target))
+
+        def visit_CompFor(self, node: cst.CompFor) -> None:
+            skip.update(target_name_nodes(node.target))
+
+        def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+            return False
+
+        def visit_Global(self, node: cst.Global) -> bool:
+            return False
+
+        def visit_Nonlocal(self, node: cst.Nonlocal) -> bool:
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node not in skip:
+                loads.add(node)
+
+    module.visit(_Collect())
+    return loads
+
+
+def target_name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in target_name_nodes(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return target_name_nodes(target.value)
+    return []
+
+
+class _Collector(cst.CSTVisitor):
+    """The raw pass: scopes, bindings, function definitions, interesting calls."""
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.stack: list[Scope] = []
+        self.module_compound_depth = 0
+        self.module_loop_depth = 0
+
+    @property
+    def scope(self) -> Scope:
+        return self.stack[-1]
+
+    def _push(self, scope: Scope) -> None:
+        self.facts.scopes[scope.node] = scope
+        self.stack.append(scope)
+
+    def _bind_value(self, name: str, value: cst.BaseExpression | None) -> None:
+        scope = self.scope
+        if name in scope.declared_global:
+            self.facts.globals_assigned_in_functions.add(name)
+            scope = scope.module
+        scope.values.setdefault(name, []).append(value)
+        if self.scope.kind == "module":
+            if self.module_loop_depth:
+                kind = "loop"
+            elif self.module_compound_depth:
+                kind = "conditional"
+            else:
+                kind = "top"
+            self.facts.module_assignments.setdefault(name, []).append(kind)
+
+    # scopes ---------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        self._push(Scope(node, "module", None))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scope.classes[node.name.value] = node
+        self._push(Scope(node, "class", self.scope))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.stack.pop()
+
+    def _function(self, node: cst.FunctionDef | cst.Lambda, name: str) -> FunctionInfo:
+        parent = self.scope
+        params = _params(node.params)
+        scope = Scope(node, "function", parent, params=params)
+        class_name = node_name(parent.node) if parent.kind == "class" else None
+        info = FunctionInfo(node, name, scope, parent, params, class_name=class_name)
+        scope.function = info
+        self.facts.functions[node] = info
+        self._push(scope)
+        return info
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        outer = self.scope
+        info = self._function(node, node.name.value)
+        info.decorators = list(node.decorators)
+        outer.defs[node.name.value] = info
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
+
+    def visit_Decorator(self, node: cst.Decorator) -> bool:
+        return False  # decorators are read from FunctionInfo.decorators, in the outer scope
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self._function(node, "<lambda>")
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.stack.pop()
+
+    # module-level control structure, for "rebound" globals -----------------
+    def _enter_compound(self, loop: bool = False) -> None:
+        if self.scope.kind == "module":
+            self.module_compound_depth += 1
+            self.module_loop_depth += loop
+
+    def _leave_compound(self, loop: bool = False) -> None:
+        if self.scope.kind == "module":
+            self.module_compound_depth -= 1
+            self.module_loop_depth -= loop
+
+    def visit_For(self, node: cst.For) -> None:
+        for name in _target_names(node.target):
+            self._bind_value(name, None)
+        self._enter_compound(loop=True)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._leave_compound(loop=True)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._enter_compound(loop=True)
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self._leave_compound(loop=True)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._enter_compound()
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._leave_compound()
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self._enter_compound()
+
+    def leave_Try(self, original_node: cst.Try) -> None:
+        self._leave_compound()
+
+    # bindings ---------------------------------------------------------------
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _import_alias_name(alias)
+            if alias.asname is not None:
+                local = _dotted(alias.asname.name)  # type: ignore[arg-type]
+                if local:
+                    self.scope.imports[local] = full
+            else:
+                top = full.split(".")[0]
+                self.scope.imports[top] = top
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None:
+            base = "." * len(node.relative) + (_dotted(node.module) or "" if node.module else "")
+        else:
+            base = _dotted(node.module) or ""
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = _import_alias_name(alias)
+            local = _dotted(alias.asname.name) if alias.asname else name  # type: ignore[arg-type]
+            if local:
+                self.scope.imports[local] = f"{base}.{name}"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            names = _target_names(target.target)
+            single = isinstance(target.target, cst.Name)
+            for name in names:
+                self._bind_value(name, node.value if single else None)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        for name in _target_names(node.target):
+            self._bind_value(name, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        for name in _target_names(node.target):
+            self._bind_value(name, None)
+            if self.scope.kind == "module":
+                self.facts.module_assignments.setdefault(name, []).append("augmented")
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        for name in _target_names(node.target):
+            self._bind_value(name, node.value)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            for name in _target_names(node.asname.name):
+                self._bind_value(name, None)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        for name in _target_names(node.target):
+            self.scope.values.setdefault(name, []).append(None)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            for name in _target_names(node.name.name):
+                self.scope.values.setdefault(name, []).append(None)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.scope.declared_global.update(item.name.value for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.scope.declared_nonlocal.update(item.name.value for item in node.names)
+
+    # calls -----------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        function = self.scope.function
+        if function is not None:
+            function.calls.append(node)
+        tail = node.func.attr.value if isinstance(node.func, cst.Attribute) else (
+            node.func.value if isinstance(node.func, cst.Name) else None
+        )
+        if tail in _INTERESTING_CALL_TAILS:
+            self.facts.transform_calls.append((node, self.scope))
+
+
+def node_name(node: cst.CSTNode) -> str | None:
+    name = getattr(node, "name", None)
+    return name.value if isinstance(name, cst.Name) else None
+
+
+class ModuleFacts:
+    """Everything rules share about one module. Build with `ModuleFacts.build(module)`."""
+
+    def __init__(self, module: cst.Module, traced_decorators: tuple[str, ...] = ()) -> None:
+        self.module = module
+        self.traced_decorators = traced_decorators
+        self.scopes: dict[cst.CSTNode, Scope] = {}
+        self.functions: dict[cst.CSTNode, FunctionInfo] = {}
+        self.transform_calls: list[tuple[cst.Call, Scope]] = []
+        # module-level name -> how each assignment happened ("top", "conditional", "loop", ...)
+        self.module_assignments: dict[str, list[str]] = {}
+        self.globals_assigned_in_functions: set[str] = set()
+        # names (per binding scope) that hold a compiled function, with its static spec
+        self.jitted_names: dict[tuple[Scope, str], StaticSpec] = {}
+        # calls of the form `transform(f)` whose result is a compiled function
+        self.jit_calls: dict[cst.Call, StaticSpec] = {}
+        # lax calls whose body arguments are traced: call -> body argument nodes
+        self.lax_body_args: dict[cst.Call, list[cst.BaseExpression]] = {}
+        # results that one rule family derives and its rules share (e.g. the PRNG key flow)
+        self.derived: dict[str, object] = {}
+
+    @classmethod
+    def build(cls, module: cst.Module, traced_decorators: tuple[str, ...] = ()) -> ModuleFacts:
+        facts = cls(module, traced_decorators)
+        module.visit(_Collector(facts))
+        facts._find_traced()
+        return facts
+
+    @functools.cached_property
+    def loads(self) -> set[cst.Name]:
+        return loaded_names(self.module)
+
+    def is_rebound_global(self, name: str) -> bool:
+        """A module-level name whose value changes after import: JG102's frozen-at-trace values.
+
+        Alternatives (`try: x = a` / `except: x = b`, or an if/else) are one definition.
+        """
+        if name in self.globals_assigned_in_functions:
+            return True
+        kinds = self.module_assignments.get(name, [])
+        top = kinds.count("top")
+        return (
+            "loop" in kinds
+            or "augmented" in kinds
+            or top >= 2
+            or (top >= 1 and "conditional" in kinds)
+        )
+
+    @property
+    def module_scope(self) -> Scope:
+        return self.scopes[self.module]
+
+    # name resolution ---------------------------------------------------------
+    def qualname(self, node: cst.BaseExpression, scope: Scope, _depth: int = 0) -> str | None:
+        """The qualified name `node` refers to (`jnp.sum` -> `jax.numpy.sum`), or None."""
+        if _depth > 8:
+            return None
+        if isinstance(node, cst.Name):
+            name = node.value
+            owner = scope.lookup(name)
+            if owner is None:
+                return f"builtins.{name}" if name in BUILTIN_NAMES else None
+            if name in owner.imports and name not in owner.values:
+                return owner.imports[name]
+            values = owner.values.get(name)
+            if values and len(values) == 1 and values[0] is not None and name not in owner.imports:
+                value = values[0]
+                # `rng = jax.random`: an alias of a module or function is followed.
+                if isinstance(value, (cst.Name, cst.Attribute)):
+                    return self.qualname(value, owner, _depth + 1)
+            if name in owner.imports:
+                return owner.imports[name]
+            return None
+        if isinstance(node, cst.Attribute):
+            base = self.qualname(node.value, scope, _depth + 1)
+            return None if base is None else f"{base}.{node.attr.value}"
+        return None
+
+    def function_for(self, node: cst.BaseExpression, scope: Scope) -> FunctionInfo | None:
+        """The module-local function an expression refers to: a name, `self.m`, a lambda, a partial."""
+        if isinstance(node, cst.Lambda):
+            return self.functions.get(node)
+        if isinstance(node, cst.Name):
+            owner = scope.lookup(node.value)
+            if owner is not None:
+                return owner.defs.get(node.value)
+            return None
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            method = self._method_for(node.value.value, node.attr.value, scope)
+            if method is not None:
+                return method
+        if isinstance(node, cst.Call) and self.qualname(node.func, scope) == "functools.partial":
+            args = positional(node)
+            if args:
+                return self.function_for(args[0], scope)
+        return None
+
+    def _method_for(self, receiver: str, attr: str, scope: Scope) -> FunctionInfo | None:
+        """`self.step` inside a method of class C -> C.step."""
+        function_scope: Scope | None = scope
+        while function_scope is not None and function_scope.kind != "function":
+            function_scope = function_scope.parent
+        while function_scope is not None:
+            info = function_scope.function
+            if info is not None and info.class_name and info.params and info.params[0] == receiver:
+                class_scope = info.parent
+                return class_scope.defs.get(attr)
+            function_scope = function_scope.parent
+            while function_scope is not None and function_scope.kind != "function":
+                function_scope = function_scope.parent
+        return None
+
+    def enclosing_function(self, scope: Scope) -> FunctionInfo | None:
+        current: Scope | None = scope
+        while current is not None:
+            if current.function is not None:
+                return current.function
+            current = current.parent
+        return None
+
+    # tracing -------------------------------------------------------------------
+    def transform_of(self, node: cst.BaseExpression, scope: Scope) -> tuple[str, StaticSpec] | None:
+        """If `node` names a tracing transformation (possibly partially applied), its name and spec.
+
+        Handles `jax.jit`, `jax.jit(static_argnums=...)` used as a decorator factory and
+        `functools.partial(jax.jit, static_argnames=...)`.
+        """
+        name = self.qualname(node, scope)
+        if name is not None and (name in TRACING_TRANSFORMS or self._is_config_decorator(name, node)):
+            return name, StaticSpec()
+        if isinstance(node, cst.Call):
+            inner = self.qualname(node.func, scope)
+            args = positional(node)
+            if inner == "functools.partial" and args:
+                found = self.transform_of(args[0], scope)
+                if found is not None:
+                    return found[0], self._static_spec(found[0], node)
+            if inner in TRACING_TRANSFORMS and not args:
+                return inner, self._static_spec(inner, node)
+        return None
+
+    def _is_config_decorator(self, qualified: str, node: cst.BaseExpression) -> bool:
+        if not self.traced_decorators:
+            return False
+        dotted = _dotted(node)
+        return qualified in self.traced_decorators or (dotted in self.traced_decorators)
+
+    def _static_spec(self, transform: str, call: cst.Call) -> StaticSpec:
+        nums_kw, names_kw = TRACING_TRANSFORMS.get(transform, (None, None))
+        argnums: tuple[int, ...] = ()
+        argnames: tuple[str, ...] = ()
+        if nums_kw:
+            value = keyword(call, nums_kw)
+            argnums = (literal_ints(value) or ()) if value is not None else ()
+        if names_kw:
+            value = keyword(call, names_kw)
+            argnames = (literal_strs(value) or ()) if value is not None else ()
+        if transform.endswith("vmap"):
+            # in_axes=None positions are passed through unbatched: concrete values.
+            in_axes = keyword(call, "in_axes")
+            if isinstance(in_axes, (cst.Tuple, cst.List)):
+                argnums = tuple(
+                    i
+                    for i, element in enumerate(in_axes.elements)
+                    if isinstance(element.value, cst.Name) and element.value.value == "None"
+                )
+        return StaticSpec(argnums, argnames)
+
+    def _mark_root(self, info: FunctionInfo, transform: str, spec: StaticSpec) -> None:
+        if transform in GRAD_TRANSFORMS:
+            info.differentiated = True
+            return
+        info.traced = True
+        info.params_traced = True
+        info.traced_by = info.traced_by or transform
+        info.static_params |= spec.static_params(info.params)
+
+    def _find_traced(self) -> None:
+        # 1. decorators
+        for info in self.functions.values():
+            for decorator in info.decorators:
+                found = self.transform_of(decorator.decorator, info.parent)
+                if found is None:
+                    continue
+                transform, spec = found
+                self._mark_root(info, transform, spec)
+                if transform in JIT_TRANSFORMS:
+                    self.jitted_names[(info.parent, info.name)] = spec
+        # 2. call forms: jax.jit(f, ...), lax.scan(body, ...), partial(jax.jit, ...)(f)
+        for call, scope in self.transform_calls:
+            self._record_transform_call(call, scope)
+        # 3. module-local functions called from traced code, and nested functions
+        work = [info for info in self.functions.values() if info.traced]
+        seen = set(id(info) for info in work)
+        while work:
+            info = work.pop()
+            reached: list[FunctionInfo] = []
+            for call in info.calls:
+                callee = self.function_for(call.func, info.scope)
+                if callee is not None:
+                    reached.append(callee)
+                # functions passed as arguments are called at trace time too (tree_map, ...)
+                for arg in call.args:
+                    if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                        passed = self.function_for(arg.value, info.scope)
+                        if passed is not None:
+                            reached.append(passed)
+            reached.extend(self._nested_functions(info))
+            for callee in reached:
+                if not callee.traced:
+                    callee.traced = True
+                    callee.traced_by = info.traced_by
+                if id(callee) not in seen:
+                    seen.add(id(callee))
+                    work.append(callee)
+
+    def _nested_functions(self, info: FunctionInfo) -> list[FunctionInfo]:
+        return [f for f in self.functions.values() if f.parent is info.scope]
+
+    def _record_transform_call(self, call: cst.Call, scope: Scope) -> None:
+        name = self.qualname(call.func, scope)
+        args = positional(call)
+        if name in LAX_BODIES:
+            bodies: list[cst.BaseExpression] = []
+            for index, kw in LAX_BODIES[name]:
+                value = argument(call, index, kw)
+                if isinstance(value, (cst.List, cst.Tuple)):  # lax.switch branches
+                    bodies.extend(e.value for e in value.elements)
+                elif value is not None:
+                    bodies.append(value)
+            self.lax_body_args[call] = bodies
+            for body in bodies:
+                info = self.function_for(body, scope)
+                if info is not None:
+                    self._mark_root(info, name, StaticSpec())
+            return
+        found = self.transform_of(call.func, scope)
+        if found is not None and args:
+            # partial(jax.jit, ...)(f) or jax.jit(static_argnums=...)(f)
+            transform, spec = found
+        elif name in TRACING_TRANSFORMS or name in GRAD_TRANSFORMS:
+            if not args:
+                return
+            transform, spec = name, self._static_spec(name, call)
+        else:
+            return
+        target = self.function_for(args[0], scope)
+        if target is not None:
+            self._mark_root(target, transform, spec)
+        if transform in JIT_TRANSFORMS or transform == "jax.make_jaxpr":
+            self.jit_calls[call] = spec
+
+    def jitted_spec(self, func: cst.BaseExpression, scope: Scope) -> StaticSpec | None:
+        """If calling `func` calls a compiled function, its static spec."""
+        if isinstance(func, cst.Call) and func in self.jit_calls:
+            return self.jit_calls[func]
+        if isinstance(func, cst.Name):
+            owner = scope.lookup(func.value)
+            if owner is None:
+                return None
+            spec = self.jitted_names.get((owner, func.value))
+            if spec is not None:
+                return spec
+            values = owner.values.get(func.value)
+            if values and values[-1] is not None and isinstance(values[-1], cst.Call):
+                return self.jit_calls.get(values[-1])
+        return None

@@ -1,0 +1,194 @@
+"""What kind of value a name holds at a point: a JAX array, a numpy array, a list, a Ref...
+
+Tracked in source order during the rule traversal (the latest assignment wins), so that
+`x = np.asarray(x); x[0] = 1` is a numpy update and `x = jnp.zeros(3); x[0] = 1` is not.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from jaxguard.lint.engine import RuleContext
+    from jaxguard.lint.facts import Scope
+
+JAX = "jax"  # a jax.Array (or a tracer of one)
+NUMPY = "numpy"
+LIST = "list"
+DICT = "dict"
+SET = "set"
+REF = "ref"  # jax.new_ref: mutable, `r[0] = 1` is legal
+
+JAX_ARRAY_MODULES = ("jax.numpy.", "jax.random.", "jax.nn.", "jax.lax.", "jax.scipy.")
+# Functions in those modules that do not return an array.
+NOT_ARRAYS = frozenset(
+    {
+        "jax.numpy.shape", "jax.numpy.ndim", "jax.numpy.size", "jax.numpy.dtype",
+        "jax.numpy.result_type", "jax.numpy.iinfo", "jax.numpy.finfo", "jax.numpy.issubdtype",
+        "jax.numpy.isdtype", "jax.numpy.can_cast", "jax.numpy.promote_types", "jax.numpy.save",
+        "jax.numpy.savez", "jax.numpy.load", "jax.numpy.printoptions", "jax.numpy.set_printoptions",
+        "jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.cond", "jax.lax.switch",
+        "jax.lax.map",
+    }
+)
+ARRAY_FUNCTIONS = frozenset({"jax.device_put", "jax.numpy.asarray", "jax.numpy.array"})
+REF_FUNCTIONS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.experimental.mutable_array"})
+AT_METHODS = frozenset(
+    {"set", "add", "subtract", "multiply", "divide", "power", "min", "max", "apply", "get"}
+)
+ARRAY_METHODS = frozenset(
+    {
+        "reshape", "astype", "sum", "mean", "max", "min", "prod", "transpose", "ravel", "flatten",
+        "squeeze", "clip", "copy", "sort", "argsort", "cumsum", "dot", "round", "conj", "std",
+        "var", "swapaxes", "take", "repeat", "argmax", "argmin", "all", "any",
+    }
+)
+ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
+
+_ANNOTATIONS = {
+    "jax.Array": JAX,
+    "jax.numpy.ndarray": JAX,
+    "jax.typing.ArrayLike": None,
+    "numpy.ndarray": NUMPY,
+    "builtins.list": LIST,
+    "builtins.dict": DICT,
+    "typing.List": LIST,
+    "typing.Dict": DICT,
+}
+
+
+class KindTracker:
+    def __init__(self, ctx: RuleContext) -> None:
+        self.ctx = ctx
+        self.frames: list[tuple[Scope, dict[str, str | None]]] = []
+
+    # scope changes --------------------------------------------------------------
+    def enter(self, scope: Scope) -> None:
+        frame: dict[str, str | None] = {}
+        function = scope.function
+        if function is not None:
+            for param in function.params:
+                frame[param] = None
+            for param in function.traced_params:
+                frame[param] = JAX
+            node = function.node
+            for param in _all_params(node.params):
+                if param.annotation is not None:
+                    kind = self._annotation_kind(param.annotation.annotation, scope)
+                    if kind is not None or param.name.value not in function.traced_params:
+                        frame[param.name.value] = kind
+        self.frames.append((scope, frame))
+
+    def leave(self, scope: Scope) -> None:
+        self.frames.pop()
+
+    def after(self, node: cst.CSTNode) -> None:
+        """Update kinds once a statement that binds names has been visited."""
+        if isinstance(node, cst.Assign):
+            kind = self.kind_of(node.value)
+            for target in node.targets:
+                self._bind(target.target, kind)
+        elif isinstance(node, cst.AnnAssign):
+            kind = self.kind_of(node.value) if node.value is not None else None
+            if kind is None:
+                kind = self._annotation_kind(node.annotation.annotation, self.ctx.scope)
+            self._bind(node.target, kind)
+        elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+            if self.kind_of(node.target) != JAX and self.kind_of(node.value) == JAX:
+                self._bind(node.target, JAX)
+        elif isinstance(node, cst.For):
+            self._bind(node.target, None)
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            self._bind(node.asname.name, None)
+
+    def _bind(self, target: cst.BaseExpression, kind: str | None) -> None:
+        if not self.frames:
+            return
+        frame = self.frames[-1][1]
+        if isinstance(target, cst.Name):
+            frame[target.value] = kind
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind(element.value, None)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, None)
+
+    def _annotation_kind(self, annotation: cst.BaseExpression, scope: Scope) -> str | None:
+        if isinstance(annotation, cst.Subscript):
+            annotation = annotation.value
+        name = self.ctx.facts.qualname(annotation, scope)
+        return _ANNOTATIONS.get(name or "")
+
+    # queries ----------------------------------------------------------------------
+    def name_kind(self, name: str) -> str | None:
+        scope = self.ctx.scope
+        owner = scope.lookup(name)
+        for frame_scope, frame in reversed(self.frames):
+            if frame_scope is owner or (owner is None and frame_scope.kind == "module"):
+                return frame.get(name)
+        return None
+
+    def kind_of(self, node: cst.BaseExpression | None) -> str | None:
+        if node is None:
+            return None
+        if isinstance(node, cst.Name):
+            return self.name_kind(node.value)
+        if isinstance(node, (cst.List, cst.ListComp)):
+            return LIST
+        if isinstance(node, (cst.Dict, cst.DictComp)):
+            return DICT
+        if isinstance(node, (cst.Set, cst.SetComp)):
+            return SET
+        if isinstance(node, cst.Call):
+            return self._call_kind(node)
+        if isinstance(node, cst.Subscript):
+            return JAX if self.kind_of(node.value) == JAX else None
+        if isinstance(node, cst.Attribute) and node.attr.value in ARRAY_ATTRIBUTES:
+            return JAX if self.kind_of(node.value) == JAX else None
+        if isinstance(node, cst.BinaryOperation):
+            sides = (self.kind_of(node.left), self.kind_of(node.right))
+            return JAX if JAX in sides else (NUMPY if NUMPY in sides else None)
+        if isinstance(node, cst.UnaryOperation):
+            return self.kind_of(node.expression)
+        return None
+
+    def _call_kind(self, node: cst.Call) -> str | None:
+        func = node.func
+        name = self.ctx.qualname(func)
+        if name is not None:
+            if name in REF_FUNCTIONS:
+                return REF
+            if name in ARRAY_FUNCTIONS or (
+                name.startswith(JAX_ARRAY_MODULES) and name not in NOT_ARRAYS
+            ):
+                return JAX
+            if name.startswith("numpy."):
+                return NUMPY
+            if name == "builtins.list":
+                return LIST
+            if name == "builtins.dict":
+                return DICT
+        if isinstance(func, cst.Attribute):
+            receiver = func.value
+            # x.at[i].set(v)
+            if (
+                func.attr.value in AT_METHODS
+                and isinstance(receiver, cst.Subscript)
+                and isinstance(receiver.value, cst.Attribute)
+                and receiver.value.attr.value == "at"
+            ):
+                return self.kind_of(receiver.value.value)
+            if func.attr.value in ARRAY_METHODS and self.kind_of(receiver) == JAX:
+                return JAX
+        return None
+
+
+def _all_params(parameters: cst.Parameters) -> list[cst.Param]:
+    params = [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
+    if isinstance(parameters.star_arg, cst.Param):
+        params.append(parameters.star_arg)
+    if parameters.star_kwarg is not None:
+        params.append(parameters.star_kwarg)
+    return params

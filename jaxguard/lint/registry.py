@@ -1,0 +1,173 @@
+"""The one registry of rules, shared by the CLI, the flake8 plugin and the pre-commit hook.
+
+A rule is one self-contained class: its code, name, message, default, fix kind, its
+document (What it does / Why is this bad / Example / Use instead / Fix safety) and the
+code examples that tests run. `rules/JGxxx.md` is generated from the class.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from jaxguard.lint.engine import RuleContext
+
+FIX_KINDS = ("autofix", "suggest", "none")
+
+# Codes the engine itself reports; always on, never selectable away from a run's exit code.
+SYNTAX_ERROR = ("JG001", "syntax-error")
+IO_ERROR = ("JG002", "unreadable-file")
+INTERNAL_ERROR = ("JG003", "internal-error")
+ENGINE_CODES = {code: name for code, name in (SYNTAX_ERROR, IO_ERROR, INTERNAL_ERROR)}
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    default_on: ClassVar[bool] = True
+    fix_kind: ClassVar[str] = "none"
+    # documentation, in ruff's layout
+    what: ClassVar[str]
+    why: ClassVar[str]
+    example: ClassVar[str]  # flagged code; must produce exactly this rule's code
+    use_instead: ClassVar[str]  # the corrected code; must produce nothing
+    fix_safety: ClassVar[str] = ""
+    references: ClassVar[tuple[str, ...]] = ()
+    # more examples for the tests: code that must be flagged / must stay silent
+    invalid: ClassVar[tuple[str, ...]] = ()
+    valid: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, ctx: RuleContext) -> None:
+        self.ctx = ctx
+
+    def report(self, node: cst.CSTNode, message: str | None = None, fix=None, statement=None) -> None:
+        """Report `node`. `fix` is (steps, safe, description); `statement` overrides the
+        statement whose lines a `# noqa` may sit on (for rules that report from `finish`)."""
+        self.ctx.report(self, node, message or self.message, fix, statement)
+
+    def finish(self) -> None:
+        """Called once after the traversal, for rules that work from whole-module facts."""
+
+    @classmethod
+    def document(cls) -> str:
+        default = "on" if cls.default_on else "opt-in (select it explicitly)"
+        lines = [
+            f"# {cls.code} `{cls.name}`",
+            "",
+            f"Default: {default}. Fix: {cls.fix_kind}.",
+            "",
+            "## What it does",
+            "",
+            _dedent(cls.what),
+            "",
+            "## Why is this bad?",
+            "",
+            _dedent(cls.why),
+            "",
+            "## Example",
+            "",
+            "```python",
+            _dedent(cls.example),
+            "```",
+            "",
+            "## Use instead",
+            "",
+            "```python",
+            _dedent(cls.use_instead),
+            "```",
+        ]
+        if cls.fix_safety:
+            lines += ["", "## Fix safety", "", _dedent(cls.fix_safety)]
+        if cls.references:
+            lines += ["", "## References", ""] + [f"- {ref}" for ref in cls.references]
+        return "\n".join(lines) + "\n"
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text).strip("\n")
+
+
+REGISTRY: dict[str, type[Rule]] = {}
+
+
+def register(rule: type[Rule]) -> type[Rule]:
+    assert re.fullmatch(r"JG\d{3}", rule.code), rule.code
+    assert rule.code not in REGISTRY, f"duplicate rule code {rule.code}"
+    assert rule.fix_kind in FIX_KINDS, rule.fix_kind
+    REGISTRY[rule.code] = rule
+    return rule
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    import jaxguard.checks  # noqa: F401  (registers every rule family)
+
+    return dict(sorted(REGISTRY.items()))
+
+
+def rule_by_name_or_code(key: str) -> type[Rule] | None:
+    rules = all_rules()
+    if key.upper() in rules:
+        return rules[key.upper()]
+    for rule in rules.values():
+        if rule.name == key:
+            return rule
+    return None
+
+
+class SelectionError(ValueError):
+    pass
+
+
+def _check_selector(selector: str, where: str) -> str:
+    selector = selector.strip().upper()
+    if selector == "ALL":
+        return selector
+    codes = list(all_rules()) + list(ENGINE_CODES)
+    if re.fullmatch(r"JG\d{0,3}", selector) and any(c.startswith(selector) for c in codes):
+        return selector
+    close = difflib.get_close_matches(selector, codes, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise SelectionError(f"unknown rule code or prefix {selector!r} in {where}{hint}")
+
+
+def resolve_selection(
+    select: list[str] | None,
+    ignore: list[str],
+    extend_select: list[str],
+    where: str = "--select/--ignore",
+) -> set[str]:
+    """The set of enabled codes. Opt-in rules need their exact code or ALL, never a prefix."""
+    rules = all_rules()
+    chosen = [_check_selector(s, where) for s in (select if select is not None else [])]
+    extra = [_check_selector(s, where) for s in extend_select]
+    ignored = [_check_selector(s, where) for s in ignore]
+
+    def matches(code: str, selector: str) -> bool:
+        if selector == "ALL":
+            return True
+        if selector == code:
+            return True
+        return code.startswith(selector) and rules[code].default_on
+
+    base = chosen if select is not None else None
+    enabled = set()
+    for code, rule in rules.items():
+        if base is None:
+            on = rule.default_on
+        else:
+            on = any(matches(code, s) for s in base)
+        on = on or any(matches(code, s) for s in extra)
+        if on and not any(_ignores(code, s) for s in ignored):
+            enabled.add(code)
+    return enabled
+
+
+def _ignores(code: str, selector: str) -> bool:
+    return selector == "ALL" or code.startswith(selector)
