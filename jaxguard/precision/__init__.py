@@ -4,10 +4,27 @@
 * ``check_ops``: every equation against the same op in float64 AND a float64 shadow run.
 * ``check_grads``: jax.grad against central differences of a float64 re-evaluation.
 * ``divergence``: jit vs op-by-op vs float64.
-* ``checking``: a context manager that checks jitted functions of a whole program.
+* ``checking``: a context manager that checks the jitted functions of a whole program.
 """
 
 from jaxguard.precision._assert_close import assert_close
+from jaxguard.precision._checking import PrecisionWarning, checking
+from jaxguard.precision._divergence import Divergence, divergence
+from jaxguard.precision._grads import GradReport, Probe, check_grads
 from jaxguard.precision._ops import OpsReport, Record, check_ops
+from jaxguard.precision._tolerance import default_tolerance
 
-__all__ = ["assert_close", "check_ops", "check_grads", "divergence", "checking", "OpsReport", "Record"]
+__all__ = [
+    "assert_close",
+    "check_ops",
+    "check_grads",
+    "divergence",
+    "checking",
+    "default_tolerance",
+    "OpsReport",
+    "Record",
+    "GradReport",
+    "Probe",
+    "Divergence",
+    "PrecisionWarning",
+]
