@@ -60,7 +60,9 @@ def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_dtype):
         wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(e) else np.float64
         a64, e64 = a.astype(wide), e.astype(wide)
         with np.errstate(invalid="ignore", over="ignore"):
-            ok = (a64 == e64) | (np.abs(a64 - e64) <= atol + rtol * np.abs(e64))
+            # Infinities must match exactly: inf <= atol + rtol * inf would pass anything.
+            finite = np.isfinite(a64) & np.isfinite(e64)
+            ok = (a64 == e64) | (finite & (np.abs(a64 - e64) <= atol + rtol * np.abs(e64)))
         if equal_nan:
             ok |= np.isnan(a64) & np.isnan(e64)
     ok = np.asarray(ok)
