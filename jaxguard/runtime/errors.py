@@ -1,0 +1,83 @@
+"""Error classes and the helper that finds the user's own frame.
+
+Kept free of jax imports so the pytest plugin and the CLI can name them cheaply.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+_JAXGUARD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class GuardError(Exception):
+    """Base class of every error jaxguard's runtime guards raise.
+
+    `where` is "file.py:LINE" of the user's code (or None when unknown) and
+    `op` the operation that failed; both also open the message.
+    """
+
+    def __init__(self, message: str, *, where: str | None = None, op: str | None = None):
+        super().__init__(message)
+        self.where = where
+        self.op = op
+
+
+class NaNError(GuardError, FloatingPointError):
+    """A NaN was produced by an operation of the user's program."""
+
+
+class InfError(GuardError, FloatingPointError):
+    """An infinity was produced from finite inputs."""
+
+
+class OutOfBoundsError(GuardError, IndexError):
+    """An index was out of bounds: JAX would have clamped it or dropped the update."""
+
+
+class KeyReuseError(GuardError):
+    """A PRNG key was consumed twice."""
+
+
+class RecompileWarning(UserWarning):
+    """One function was traced (and compiled) more often than `recompiles` allows."""
+
+
+def _is_library_file(filename: str) -> bool:
+    # jax's, jaxlib's and jaxguard's own files are never "the user's line".
+    if filename.startswith(_JAXGUARD_DIR):
+        return True
+    norm = filename.replace("\\", "/")
+    return "/jax/" in norm or "/jaxlib/" in norm or norm.startswith("<frozen")
+
+
+def user_frame_here(skip: int = 1):
+    """(filename, lineno, function) of the innermost calling frame that is user code."""
+    frame = sys._getframe(skip)
+    while frame is not None:
+        if not _is_library_file(frame.f_code.co_filename):
+            return frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
+        frame = frame.f_back
+    return None
+
+
+def format_where(filename: str, lineno: int) -> str:
+    return f"{os.path.relpath(filename) if _is_below_cwd(filename) else filename}:{lineno}"
+
+
+def _is_below_cwd(filename: str) -> bool:
+    try:
+        return os.path.abspath(filename).startswith(os.getcwd() + os.sep)
+    except OSError:
+        return False
+
+
+def warn_at_user(message: str, category: type[Warning]) -> None:
+    """Issue a warning attributed to the user's innermost frame."""
+    frame = user_frame_here(2)
+    if frame is None:
+        warnings.warn(message, category, stacklevel=3)
+    else:
+        warnings.warn_explicit(message, category, frame[0], frame[1])
