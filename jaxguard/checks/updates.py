@@ -18,10 +18,6 @@ AUGMENTED_TO_AT = {
 }
 
 
-def _subscript_text(ctx, node: cst.Subscript) -> str:
-    return ", ".join(ctx.code(element).rstrip(", ").strip() for element in node.slice)
-
-
 def _slice_source(ctx, node: cst.Subscript) -> str:
     """The text between the brackets of `x[...]`, exactly as written."""
     code = ctx.code(node)
@@ -34,7 +30,7 @@ def _slice_source(ctx, node: cst.Subscript) -> str:
 class InPlaceUpdate(Rule):
     code = "JG301"
     name = "in-place-update"
-    message = "JAX arrays are immutable: '{target}' raises TypeError; use {name} = {name}.at[...].{op}(...)"
+    message = "JAX arrays are immutable: '{target} {operator} ...' raises TypeError; use {name} = {name}.at[...].{op}(...)"
     fix_kind = "autofix"
     what = "Flags item assignment `x[i] = v` and augmented item assignment `x[i] += v` on a JAX array."
     why = """
@@ -81,16 +77,17 @@ class InPlaceUpdate(Rule):
         if len(node.targets) != 1:
             for target in node.targets:
                 if self._is_array_item(target.target):
-                    self._report(target.target, "set", None)
+                    self._report(target.target, "set", "=", None)
             return
         target = node.targets[0].target
         if self._is_array_item(target):
-            self._report(target, "set", node)
+            self._report(target, "set", "=", node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if self._is_array_item(node.target):
             op = AUGMENTED_TO_AT.get(type(node.operator))
-            self._report(node.target, op or "<op>", node if op else None)
+            operator = self.ctx.code(node.operator).strip()
+            self._report(node.target, op or "<op>", operator, node if op else None)
 
     def _is_array_item(self, target: cst.BaseExpression) -> bool:
         return (
@@ -99,10 +96,10 @@ class InPlaceUpdate(Rule):
             and self.ctx.kind_of(target.value) == kinds.JAX
         )
 
-    def _report(self, target: cst.Subscript, op: str, statement) -> None:
+    def _report(self, target: cst.Subscript, op: str, operator: str, statement) -> None:
         ctx = self.ctx
         name = target.value.value  # type: ignore[attr-defined]
-        message = self.message.format(target=ctx.code(target).strip() + " " + ("=" if op == "set" else "op="), name=name, op=op)
+        message = self.message.format(target=ctx.code(target).strip(), operator=operator, name=name, op=op)
         fix = None
         if statement is not None:
             index = _slice_source(ctx, target)

@@ -1,0 +1,144 @@
+"""`[tool.jaxguard]` in pyproject.toml, merged with command-line options.
+
+Keys: select, ignore, extend-select, per-file-ignores, exclude, extend-exclude,
+traced-decorators, x64. An unknown key or code is an error naming the closest valid one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import pathspec
+
+from jaxguard.lint.engine import LintSettings
+from jaxguard.lint.registry import SelectionError, resolve_selection
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+KNOWN_KEYS = (
+    "select",
+    "ignore",
+    "extend-select",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "traced-decorators",
+    "x64",
+)
+
+
+class ConfigError(Exception):
+    """A configuration problem: reported as one line, exit code 2."""
+
+
+@dataclass
+class Config:
+    path: Path | None = None  # the pyproject.toml it came from
+    root: Path = field(default_factory=Path.cwd)  # relative globs are anchored here
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=list)
+    traced_decorators: list[str] = field(default_factory=list)
+    x64: bool = False
+
+    def settings_for(self, path: str) -> LintSettings:
+        """The effective settings for one file (per-file ignores applied)."""
+        ignore = list(self.ignore)
+        relative = self._relative(path)
+        for pattern, codes in self.per_file_ignores.items():
+            if pathspec.PathSpec.from_lines("gitwildmatch", [pattern]).match_file(relative):
+                ignore.extend(codes)
+        enabled = resolve_selection(self.select, ignore, self.extend_select, self._where())
+        return LintSettings(frozenset(enabled), tuple(self.traced_decorators), self.x64)
+
+    def _relative(self, path: str) -> str:
+        try:
+            return PurePosixPath(Path(path).resolve().relative_to(self.root.resolve())).as_posix()
+        except ValueError:
+            return Path(path).as_posix()
+
+    def _where(self) -> str:
+        return str(self.path) if self.path else "--select/--ignore"
+
+    def validate(self) -> None:
+        """Raise ConfigError on unknown codes, before any file is read."""
+        try:
+            resolve_selection(self.select, self.ignore, self.extend_select, self._where())
+            for pattern, codes in self.per_file_ignores.items():
+                resolve_selection(None, codes, [], f"{self._where()} per-file-ignores[{pattern!r}]")
+        except SelectionError as error:
+            raise ConfigError(str(error)) from None
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a [tool.jaxguard] table, from `start` upward."""
+    start = start.resolve()
+    for directory in (start, *start.parents) if start.is_dir() else start.parents:
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if "jaxguard" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def _string_list(value, key: str, where: Path) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ConfigError(f"{where}: [tool.jaxguard] {key} must be a list of strings")
+
+
+def load_config(path: Path | None) -> Config:
+    """Read [tool.jaxguard] from `path` (None: defaults)."""
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read config file {path}: {error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    table = data.get("tool", {}).get("jaxguard", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.jaxguard] must be a table")
+    config = Config(path=path, root=path.parent)
+    for key, value in table.items():
+        if key not in KNOWN_KEYS:
+            close = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{path}: unknown key '{key}' in [tool.jaxguard]{hint}")
+        if key == "select":
+            config.select = _string_list(value, key, path)
+        elif key == "ignore":
+            config.ignore = _string_list(value, key, path)
+        elif key == "extend-select":
+            config.extend_select = _string_list(value, key, path)
+        elif key in ("exclude", "extend-exclude"):
+            config.exclude += _string_list(value, key, path)
+        elif key == "traced-decorators":
+            config.traced_decorators = _string_list(value, key, path)
+        elif key == "x64":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{path}: [tool.jaxguard] x64 must be true or false")
+            config.x64 = value
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: [tool.jaxguard] per-file-ignores must be a table of glob = [codes]")
+            config.per_file_ignores = {glob: _string_list(codes, f"per-file-ignores.{glob}", path) for glob, codes in value.items()}
+    config.validate()
+    return config
