@@ -1,0 +1,244 @@
+"""check_ops on real computations: cancellation, bf16 matmul, branch flips, nesting, options."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from conftest import line_of
+from jaxguard.precision import check_ops
+from jaxguard.precision import _ops
+
+RNG = np.random.default_rng(0)
+X = jnp.asarray(RNG.standard_normal(100), jnp.float32)
+
+
+def cancellation(x):
+    y = x + 1e8  # SHIFT
+    z = y - 1e8  # CANCEL
+    return jnp.sin(z) * 2.0
+
+
+def test_cancellation_is_ranked_worst_at_its_line():
+    report = check_ops(cancellation, X)
+    worst = report.worst(1)[0]
+    assert worst.primitive == "sub"
+    assert worst.source == line_of("CANCEL")
+    # Zero local error: the subtraction is exact on its float32 inputs ...
+    assert worst.local_error == 0.0
+    # ... but the float64 shadow shows the whole result is lost, and this op amplified it.
+    assert worst.accumulated_error > 0.1
+    assert worst.amplification > 1e6
+    assert worst.failed and report.first_failure is worst
+    # Ops downstream carry the error but did not introduce it: not failures, ranked low.
+    downstream = [r for r in report.records if r.primitive in ("sin", "mul")]
+    assert downstream and all(not r.failed and r.accumulated_error > 0.1 for r in downstream)
+    assert all(r.score < 1 for r in downstream)
+    assert "sub" in str(report) and line_of("CANCEL") in str(report)
+
+
+def test_record_attributes():
+    report = check_ops(cancellation, X)
+    rec = next(r for r in report.records if r.primitive == "add")
+    assert (rec.dtype, rec.shape) == ("float32", (100,))
+    assert 0 < rec.local_error < 1e-7  # one float32 rounding of values near 1e8
+    assert rec.source == line_of("SHIFT")
+    assert not rec.failed
+
+
+def test_outputs_are_the_program_as_written():
+    # XLA simplifies (x + 1e8) - 1e8 to x under jit; check_ops reports the ops as written.
+    report = check_ops(cancellation, X)
+    np.testing.assert_array_equal(report.outputs, np.zeros(100, np.float32))
+
+
+def bf16_matmul(a, b):
+    return a.astype(jnp.bfloat16) @ b.astype(jnp.bfloat16)  # BF16_MATMUL
+
+
+def test_bf16_matmul_is_flagged_with_bf16_tolerances():
+    a = jnp.asarray(RNG.standard_normal((64, 256)), jnp.float32)
+    b = jnp.asarray(RNG.standard_normal((256, 64)), jnp.float32)
+    report = check_ops(bf16_matmul, a, b)
+    dot = next(r for r in report.records if r.primitive == "dot_general")
+    assert (dot.dtype, dot.rtol, dot.atol) == ("bfloat16", 1.6e-2, 1e-5)
+    assert dot.failed and dot.mismatches > 0
+    assert dot.source == line_of("BF16_MATMUL")
+    # The casts themselves round by less than bf16's tolerance: not failures.
+    casts = [r for r in report.records if r.primitive == "convert_element_type"]
+    assert len(casts) == 2 and not any(r.failed for r in casts)
+    # The same matmul in float32 is about 1e4 times closer to float64. (torch's default
+    # float32 atol of 1e-5 is still tight for a 256-term sum near zero: 1e-4 passes.)
+    f32 = check_ops(lambda a, b: a @ b, a, b)
+    assert f32.records[0].local_error < dot.local_error * 1e-3
+    assert check_ops(lambda a, b: a @ b, a, b, rtol=1e-4, atol=1e-4).passed
+
+
+def branchy(a, b):
+    y = (a + b) - b
+    return lax.cond(y > 0.5, lambda: 1.0, lambda: -1.0)  # BRANCH
+
+
+def test_branch_flip_is_reported_with_its_line():
+    report = check_ops(branchy, jnp.float32(1.0), jnp.float32(1e8))
+    flips = report.flips
+    assert {r.primitive for r in flips} == {"gt", "cond"}
+    assert all(r.source == line_of("BRANCH") and r.failed for r in flips)
+    assert f"branch/argmax flip: cond at {line_of('BRANCH')}" in str(report)
+    # float32 takes the -1 branch where float64 takes +1.
+    assert float(report.outputs) == -1.0
+
+
+def test_argmax_change_is_reported():
+    def pick(x):
+        return jnp.argmax(x + 1e8)  # ARGMAX
+
+    x = jnp.asarray([0.0, 3.0, 1.0, 2.0], jnp.float32)
+    report = check_ops(pick, x)
+    rec = next(r for r in report.records if r.primitive == "argmax")
+    assert rec.flips == 1 and rec.failed and rec.source == line_of("ARGMAX")
+
+
+def test_no_flip_when_float32_agrees():
+    report = check_ops(lambda x: jnp.where(x > 0, x, 0.0), X)
+    assert report.passed and not report.flips
+
+
+@jax.custom_jvp
+def softplus(x):
+    return jnp.log1p(jnp.exp(x))  # CUSTOM_JVP
+
+
+softplus.defjvp(lambda p, t: (softplus(p[0]), t[0] * jax.nn.sigmoid(p[0])))
+
+
+@jax.custom_vjp
+def scaled(x):
+    return x * 3.0  # CUSTOM_VJP
+
+
+scaled.defvjp(lambda x: (scaled(x), None), lambda _, g: (3.0 * g,))
+
+
+@jax.jit
+def inner(x):
+    return (x + 1e8) - 1e8  # NESTED_JIT
+
+
+def nested(x):
+    y = softplus(x) + scaled(x)
+    y = y + jax.checkpoint(lambda v: jnp.tanh(v) * 2.0)(x)  # REMAT
+    return inner(y)
+
+
+def test_recurses_into_jit_custom_rules_and_remat():
+    report = check_ops(nested, X)
+    sources = {r.source for r in report.records}
+    for marker in ("CUSTOM_JVP", "CUSTOM_VJP", "REMAT", "NESTED_JIT"):
+        assert line_of(marker) in sources, marker
+    worst = report.worst(1)[0]
+    assert (worst.primitive, worst.source) == ("sub", line_of("NESTED_JIT"))
+
+
+def test_scan_and_while_bodies_run_in_float64():
+    def loops(x):
+        def step(c, _):
+            return c * 1.0001 + 1e-4, None
+
+        c, _ = lax.scan(step, x, None, length=200)  # SCAN
+        n, _ = lax.while_loop(lambda s: s[1] < 1e3, lambda s: (s[0] + 1, s[1] * 1.1), (0, c[0] + 2.0))  # WHILE
+        return c, n
+
+    report = check_ops(loops, X)
+    scan = next(r for r in report.records if r.primitive == "scan")
+    assert scan.source == line_of("SCAN")
+    # 200 float32 multiply-adds drift from float64, but within float32's tolerance.
+    assert 0 < scan.accumulated_error < 1e-4
+    assert any(r.primitive == "while" and r.source == line_of("WHILE") for r in report.records)
+
+
+def test_random_ops_are_skipped_and_bit_ops_resync():
+    def noisy(key, x):
+        u = jax.random.uniform(key, x.shape)  # uses bitcast_convert_type under the hood
+        return x * u
+
+    report = check_ops(noisy, jax.random.key(0), X)
+    assert report.passed
+    prims = {r.primitive for r in report.records}
+    assert "random_bits" not in prims and "bitcast_convert_type" not in prims
+    assert "mul" in prims
+
+
+def test_layout_ops_are_not_reported():
+    report = check_ops(lambda x: jnp.transpose(x.reshape(10, 10))[::2] * 2.0, X)
+    assert {r.primitive for r in report.records} == {"mul"}
+
+
+def test_max_numel_skips_large_outputs():
+    report = check_ops(lambda x: jnp.sum(x * 2.0), X, max_numel=50)
+    assert [r.primitive for r in report.records] == ["reduce_sum"]
+    assert report.skipped == 1
+
+
+def test_max_checks_limits_checks_per_site():
+    def layers(x):
+        for _ in range(5):
+            x = jnp.tanh(x)  # same site every time
+        return x
+
+    report = check_ops(layers, X, max_checks=2)
+    assert [r.primitive for r in report.records] == ["tanh", "tanh"]
+    assert report.skipped == 3
+
+
+def test_failures_are_logged_as_json_lines(tmp_path):
+    log = tmp_path / "precision.log"
+    check_ops(cancellation, X, path=str(log))
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(entries) == 1
+    assert entries[0]["primitive"] == "sub" and entries[0]["source"] == line_of("CANCEL")
+    assert entries[0]["function"] == "cancellation" and entries[0]["failed"]
+
+
+def test_log_once_per_site(tmp_path):
+    log = tmp_path / "precision.log"
+
+    def twice(x):
+        return inner(x) + inner(x * 2.0)  # two calls, one site inside `inner`
+
+    check_ops(twice, X, path=str(log))
+    assert len(log.read_text().splitlines()) == 1
+    log.unlink()
+    check_ops(twice, X, path=str(log), log_once=False)
+    assert len(log.read_text().splitlines()) == 2
+
+
+def test_explicit_tolerances():
+    loose = check_ops(cancellation, X, rtol=10.0, atol=10.0)
+    assert loose.passed
+    with pytest.raises(ValueError):
+        check_ops(cancellation, X, rtol=1.0)
+
+
+def test_pytree_inputs_and_outputs():
+    params = {"w": jnp.ones((3, 4)), "b": jnp.zeros(4)}
+    report = check_ops(lambda p, x: {"y": x @ p["w"] + p["b"]}, params, jnp.ones((2, 3)))
+    assert report.passed
+    np.testing.assert_allclose(report.outputs["y"], np.full((2, 4), 3.0))
+
+
+def test_compiled_program_is_cached():
+    _ops._CACHE.clear()
+    check_ops(cancellation, X)
+    check_ops(cancellation, X + 1)
+    assert len(_ops._CACHE) == 1
+    check_ops(cancellation, X[:10])
+    assert len(_ops._CACHE) == 2
+
+
+def test_nan_and_overflow_are_failures():
+    report = check_ops(lambda x: x * 1e38 * 10.0, jnp.ones(3))
+    assert any(r.failed and r.primitive == "mul" for r in report.records)
