@@ -89,9 +89,9 @@ def check_grads(fn, *args, argnums=0, probes=8, seed=0, rtol=None, atol=None):
         arg_leaves = jax.tree_util.tree_flatten_with_path(arg)[0]
         if i in argnums:
             grad_leaves = jax.tree_util.tree_leaves(grads[argnums.index(i)])
-            for (path, leaf), g in zip(arg_leaves, grad_leaves):
+            for j, ((path, leaf), g) in enumerate(zip(arg_leaves, grad_leaves)):
                 if is_inexact(leaf.dtype) and leaf.size:
-                    targets.append((offset, f"[{i}]{jax.tree_util.keystr(path)}", np.asarray(g, np.float64)))
+                    targets.append((offset + j, f"[{i}]{jax.tree_util.keystr(path)}", np.asarray(g, np.float64)))
         offset += len(arg_leaves)
     if not targets:
         raise ValueError("check_grads: no floating-point inputs to differentiate")
