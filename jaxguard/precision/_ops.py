@@ -413,7 +413,7 @@ class _Log:
             if self.log_once and site in self.logged:
                 continue
             self.logged.add(site)
-            entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "function": report.fn_name, **rec.to_json()}
+            entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "checked_function": report.fn_name, **rec.to_json()}
             lines.append(json.dumps(entry) + "\n")
         if lines:
             with open(self.path, "a", encoding="utf-8") as fh:

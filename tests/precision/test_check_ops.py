@@ -200,7 +200,7 @@ def test_failures_are_logged_as_json_lines(tmp_path):
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(entries) == 1
     assert entries[0]["primitive"] == "sub" and entries[0]["source"] == line_of("CANCEL")
-    assert entries[0]["function"] == "cancellation" and entries[0]["failed"]
+    assert entries[0]["checked_function"] == "cancellation" and entries[0]["failed"]
 
 
 def test_log_once_per_site(tmp_path):

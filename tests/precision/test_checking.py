@@ -28,7 +28,7 @@ def test_checks_first_calls_and_logs_failures(tmp_path):
     assert len(session.reports) == 2  # only the first max_checks calls are checked
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(entries) == 1  # log_once: one line per site
-    assert entries[0]["source"] == line_of("PROGRAM_CANCEL") and entries[0]["function"] == "step"
+    assert entries[0]["source"] == line_of("PROGRAM_CANCEL") and entries[0]["checked_function"] == "step"
 
 
 def test_warns_without_path_and_handles_static_arguments():
