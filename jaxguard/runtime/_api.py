@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import jax
-from jax._src import core, pjit
+from jax._src import core
 
 from jaxguard.runtime import checks, eager, jitwrap, keys, recompile
-from jaxguard.runtime.errors import warn_at_user
+from jaxguard.runtime.errors import _is_library_file, warn_at_user
 
 _TRANSFER_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 _RANK_PROMOTION = ("allow", "warn", "raise")
@@ -27,7 +27,8 @@ class _Active:
     precision_context: object = None
 
 
-_JIT_CACHE_SIZE = 1024
+_DEFAULTS = dict(x64=None, nans=True, infs=False, oob=True, key_reuse=True, recompiles=3,
+                 tracer_leaks=False, transfers=None, rank_promotion=None, precision=None)
 _lock = threading.RLock()
 _active: _Active | None = None
 
@@ -70,56 +71,36 @@ def _config_changes(options: dict) -> dict:
     return changes
 
 
-def _warn_late(options: dict) -> None:
+def _warn_late(options: dict, *, check_existing_jits: bool) -> None:
     if not core.trace_state_clean():
         x64 = (" x64 was left unchanged (switching it inside a trace breaks it)."
                if options["x64"] is not None else "")
         warn_at_user("jaxguard.enable() was called inside a jit/vmap/grad trace: the "
-                      "function being traced now is not guarded; only functions jitted "
-                      f"after this call are.{x64} Call enable() once at program start, "
-                      "or use `jaxguard run script.py`.", RuntimeWarning)
+                     "function being traced now is not guarded; only functions jitted "
+                     f"after this call are.{x64} Call enable() once at program start, "
+                     "or use `jaxguard run script.py`.", RuntimeWarning)
         return
-    traced_before = pjit._infer_params_cached.cache_info().currsize
-    if traced_before:
-        warn_at_user(f"jaxguard.enable() was called after {traced_before} jitted "
-                      "function(s) already ran: functions wrapped with jax.jit before this "
-                      "call (e.g. decorated at import time) run without NaN, out-of-bounds "
-                      "and recompile guards. Call enable() before importing your model "
-                      "code, or use `jaxguard run script.py`.", RuntimeWarning)
+    if not check_existing_jits:
+        return
+    names = _user_jits_created_before()
+    if names:
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        warn_at_user(f"jaxguard.enable() was called after {len(names)} function(s) were "
+                     f"already wrapped with jax.jit ({shown}): those run without NaN, "
+                     "out-of-bounds and recompile guards. Call enable() before importing "
+                     "your model code, or use `jaxguard run script.py`.", RuntimeWarning)
 
 
-def _guarded_jit_factory(original_jit, options):
-    errors = frozenset(cls for flag, cls in (("nans", checks.GuardNaN),
-                                             ("infs", checks.GuardInf),
-                                             ("oob", checks.GuardOOB)) if options[flag])
-    limit = options["recompiles"] or None
-    cache: OrderedDict = OrderedDict()  # bounded, like jax's own dispatch cache
-
-    def jit(fun=None, /, **jit_kwargs):
-        if fun is None:  # @jax.jit(static_argnums=...) decorator form
-            return lambda f: jit(f, **jit_kwargs)
-        if isinstance(fun, jitwrap.GuardedJit):
-            fun = fun._fun
-        # One twin per (function, options), like jax's own cache: jax.jit(f) in a loop
-        # must not retrace.
-        try:
-            key = (fun, tuple(sorted(jit_kwargs.items())))
-            hash(key)
-        except TypeError:
-            key = None
-        if key is not None and key in cache:
-            cache.move_to_end(key)
-            return cache[key]
-        guarded = jitwrap.GuardedJit(fun, jit_kwargs, original_jit, errors, limit)
-        if key is not None:
-            cache[key] = guarded
-            if len(cache) > _JIT_CACHE_SIZE:
-                cache.popitem(last=False)
-        return guarded
-
-    jit.__doc__ = original_jit.__doc__
-    jit._jaxguard_original = original_jit
-    return jit
+def _user_jits_created_before() -> list[str]:
+    """Names of live jax.jit functions made from user code (jax's own are ignored)."""
+    names = []
+    for obj in gc.get_objects():
+        if type(obj).__name__ != "PjitFunction":
+            continue
+        code = getattr(getattr(obj, "_fun", None), "__code__", None)
+        if code is not None and not _is_library_file(code.co_filename):
+            names.append(getattr(obj, "__qualname__", code.co_name))
+    return names
 
 
 def enable(*, x64=None, nans=True, infs=False, oob=True, key_reuse=True, recompiles=3,
@@ -143,8 +124,7 @@ def _enable(options: dict, *, warn_late: bool) -> None:
             if _active.options == options:
                 return
             disable()
-        if warn_late:
-            _warn_late(options)
+        _warn_late(options, check_existing_jits=warn_late)
         nans, infs, oob = options["nans"], options["infs"], options["oob"]
         state = _Active(options=options)
         changes = _config_changes(options)
@@ -157,7 +137,11 @@ def _enable(options: dict, *, warn_late: bool) -> None:
             if nans or infs or oob or options["recompiles"]:
                 checks.install()
                 state.original_jit = jax.jit
-                jax.jit = _guarded_jit_factory(jax.jit, options)
+                jax.jit = jitwrap.make_jit(jax.jit)
+                jitwrap.errors = frozenset(
+                    cls for flag, cls in (("nans", checks.GuardNaN), ("infs", checks.GuardInf),
+                                          ("oob", checks.GuardOOB)) if options[flag])
+                jitwrap.recompile_limit = options["recompiles"] or None
                 jitwrap.active = True
             if nans or infs or oob:
                 eager.install(nans=nans, infs=infs, oob=oob)
@@ -211,16 +195,29 @@ def is_enabled() -> bool:
     return _active is not None
 
 
-@contextlib.contextmanager
 def guard(**options):
     """`with jaxguard.guard(...):` enables the guards inside the block only.
 
-    On exit the previous state comes back: off if guards were off, or the options of an
-    enclosing `enable()`/`guard()`.
+    Takes the keywords of `enable()`. On exit the previous state comes back: off if
+    guards were off, or the options of an enclosing `enable()`/`guard()`.
     """
+    return guarded(options, warn_late=False)
+
+
+@contextlib.contextmanager
+def guarded(options: dict, *, warn_late: bool):
+    """`guard()` with control over the warning about functions jitted before it. Scoped
+    guards (guard(), the pytest fixture and marker) do not give it: there, jitted
+    functions made earlier are expected, and documented to stay unguarded."""
+    full = dict(_DEFAULTS, **options)
+    unknown = set(options) - set(_DEFAULTS)
+    if unknown:
+        raise TypeError(f"jaxguard.guard: unknown option(s) {', '.join(sorted(unknown))}; "
+                        f"expected some of {', '.join(_DEFAULTS)}")
+    _validate(full)
     with _lock:
         previous = dict(_active.options) if _active is not None else None
-        enable(**options)
+        _enable(full, warn_late=warn_late)
     try:
         yield
     finally:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 import warnings
 
 _JAXGUARD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_STDLIB_DIR = sysconfig.get_paths()["stdlib"]
 
 
 class GuardError(Exception):
@@ -46,8 +48,9 @@ class RecompileWarning(UserWarning):
 
 
 def _is_library_file(filename: str) -> bool:
-    # jax's, jaxlib's and jaxguard's own files are never "the user's line".
-    if filename.startswith(_JAXGUARD_DIR):
+    # jax's, jaxlib's, jaxguard's and the standard library's files (contextlib wraps
+    # guard()) are never "the user's line".
+    if filename.startswith((_JAXGUARD_DIR, _STDLIB_DIR)):
         return True
     norm = filename.replace("\\", "/")
     return "/jax/" in norm or "/jaxlib/" in norm or norm.startswith("<frozen")

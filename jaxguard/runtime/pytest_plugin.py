@@ -1,0 +1,74 @@
+"""pytest plugin (entry point `pytest11`), off unless asked.
+
+- `pytest --jaxguard`: guards on for the whole session (enabled before test modules are
+  imported, so module-level `@jax.jit` functions are guarded too).
+- `@pytest.mark.jaxguard(**enable_options)`: guards on for one test.
+- the `jaxguard` fixture: guards on for one test; it returns `jaxguard.runtime`.
+
+pytest loads this module in every run, so it must not import jax at import time.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+_SESSION_KEY = pytest.StashKey[bool]()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("jaxguard")
+    group.addoption("--jaxguard", action="store_true", default=False,
+                    help="enable jaxguard's runtime guards (NaN, out-of-bounds, key reuse, "
+                         "recompiles) for the whole test session")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "jaxguard(**options): run this test with jaxguard's runtime guards "
+                   "enabled; options are those of jaxguard.enable()")
+    if config.getoption("jaxguard", default=False):
+        runtime = _import_runtime("--jaxguard")
+        runtime.enable()
+        config.stash[_SESSION_KEY] = True
+
+
+def pytest_unconfigure(config):
+    if config.stash.get(_SESSION_KEY, False):
+        _import_runtime("--jaxguard").disable()
+
+
+def _import_runtime(what: str):
+    try:
+        import jaxguard.runtime as runtime
+    except ImportError as exc:
+        raise pytest.UsageError(f"{what} needs jax installed (pip install jaxguard[runtime]): "
+                                f"{exc}") from None
+    return runtime
+
+
+def _guarded_test(request, what: str):
+    runtime = _import_runtime(what)
+    from jaxguard.runtime._api import guarded
+
+    marker = request.node.get_closest_marker("jaxguard")
+    options = dict(marker.kwargs) if marker is not None else {}
+    return runtime, guarded(options, warn_late=False)
+
+
+@pytest.fixture
+def jaxguard(request):
+    """Enable jaxguard's runtime guards for this test (options from a jaxguard marker)."""
+    runtime, context = _guarded_test(request, "the jaxguard fixture")
+    with context:
+        yield runtime
+
+
+@pytest.fixture(autouse=True)
+def _jaxguard_marker(request):
+    if request.node.get_closest_marker("jaxguard") is None \
+            or "jaxguard" in request.fixturenames:
+        yield
+        return
+    _, context = _guarded_test(request, "@pytest.mark.jaxguard")
+    with context:
+        yield

@@ -1,0 +1,154 @@
+"""NaN / Inf guard: caught on the device with the producing op and the user's line."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import jaxguard
+from conftest import assert_where, line_of
+
+
+def test_sharp_bits_seed_nan_inside_jit(guards):
+    # The seed's example: the NaN comes from (x + y) / (x - y) with x == y == 0.
+    @jax.jit
+    def f(x, y):
+        a = x * y
+        b = (x + y) / (x - y)  # seed-nan-line
+        c = a + 2
+        return a + b * c
+
+    with pytest.raises(jaxguard.NaNError) as info:
+        f(jnp.array([2., 0.]), jnp.array([3., 0.]))
+    assert_where(info.value, line_of("# seed-nan-line"))
+    assert info.value.op == "div"
+    assert "in f()" in str(info.value)
+
+
+def test_sharp_bits_seed_eager_divide(guards):
+    with pytest.raises(jaxguard.NaNError) as info:
+        jnp.divide(0., 0.)  # seed-eager-divide
+    assert_where(info.value, line_of("# seed-eager-divide"))
+    assert "divide" in info.value.op
+
+
+def test_correct_program_runs_silently(guards):
+    @jax.jit
+    def f(x, y):
+        return (x + y) / (x - y)
+
+    np.testing.assert_allclose(f(jnp.array([2., 5.]), jnp.array([3., 1.])), [-5., 1.5])
+    assert float(jnp.log(jnp.float32(2.))) == pytest.approx(0.6931, abs=1e-4)
+
+
+def test_nan_in_scan_body_names_the_body_line(guards):
+    def body(carry, x):
+        carry = carry + jnp.log(x)  # scan-body-line
+        return carry, carry
+
+    run = jax.jit(lambda xs: lax.scan(body, 0., xs))
+    with pytest.raises(jaxguard.NaNError) as info:
+        run(jnp.array([1., 2., -1.]))
+    assert_where(info.value, line_of("# scan-body-line"))
+    assert info.value.op == "log"
+    run(jnp.array([1., 2., 3.]))  # no NaN: silent
+
+
+def test_nan_under_vmap(guards):
+    f = jax.jit(jax.vmap(lambda x: jnp.sqrt(x) * 2))  # vmap-line
+    with pytest.raises(jaxguard.NaNError) as info:
+        f(jnp.array([4., -1.]))
+    assert_where(info.value, line_of("# vmap-line"))
+    np.testing.assert_allclose(f(jnp.array([4., 1.])), [4., 2.])
+
+
+def test_nan_in_gradient_of_masked_sqrt(guards):
+    # The classic where-trap: the forward pass is clean, the gradient is NaN.
+    def loss(x):
+        return jnp.sum(jnp.where(x > 0, jnp.sqrt(x), 0.))  # grad-line
+
+    grad = jax.jit(jax.grad(loss))
+    with pytest.raises(jaxguard.NaNError) as info:
+        grad(jnp.array([1., -1.]))
+    assert_where(info.value, line_of("# grad-line"))
+
+
+def test_eager_grad_of_guarded_function(guards):
+    @jax.jit
+    def f(x):
+        return jnp.log(x)  # eager-grad-line
+
+    with pytest.raises(jaxguard.NaNError) as info:
+        jax.grad(f)(-1.)
+    assert_where(info.value, line_of("# eager-grad-line"))
+
+
+def test_masked_nan_is_not_reported(guards):
+    # The NaN of log(-1) never reaches an output: no false alarm.
+    f = jax.jit(lambda x: jnp.where(x > 0, jnp.log(jnp.abs(x) + (x <= 0) * -1.), 0.))
+    np.testing.assert_allclose(f(jnp.array([-1., 1.])), [0., 0.])
+    g = jax.jit(lambda x: jnp.nanmean(jnp.where(x > 0, x, jnp.nan)))
+    assert float(g(jnp.array([-1., 3.]))) == 3.
+
+
+def test_nan_constants_are_not_reported(guards):
+    # A deliberate NaN constant flowing into later ops is not "produced" by them.
+    f = jax.jit(lambda x: jnp.where(x > 0, x, jnp.nan) * 2 + 1)
+    out = f(jnp.array([-1., 1.]))
+    assert np.isnan(out[0]) and out[1] == 3.
+    assert np.isnan(jnp.full((2,), jnp.nan) + 1).all()
+
+
+def test_nan_inputs_are_not_blamed_on_the_function(guards):
+    f = jax.jit(lambda x: x * 2)
+    assert np.isnan(f(jnp.array([np.nan, 1.]))[0])
+
+
+def test_donation_is_preserved(guards):
+    f = jax.jit(lambda x: x + 1, donate_argnums=0)
+    x = jnp.ones(4)
+    f(x)
+    assert x.is_deleted()
+
+
+def test_static_argnums_and_methods_work(guards):
+    class Model:
+        def __init__(self, scale):
+            self.scale = scale
+
+        @jax.jit
+        def apply(self, x):
+            return x * 2
+
+    @jax.jit
+    def f(x, n):
+        return jnp.log(x) * n  # static-line
+
+    f2 = jax.jit(f.__wrapped__, static_argnums=1)
+    assert float(f2(jnp.float32(1.), 3)) == 0.
+    with pytest.raises(jaxguard.NaNError):
+        f2(jnp.float32(-1.), 3)
+    model = Model(2.)
+    assert jax.jit(Model.apply.__wrapped__, static_argnums=0)(model, 1.) == 2.
+
+
+def test_infs_only_when_asked():
+    with jaxguard.guard():
+        f = jax.jit(lambda x: 1. / x)  # inf-line
+        assert np.isinf(f(jnp.float32(0.)))
+    with jaxguard.guard(infs=True):
+        with pytest.raises(jaxguard.InfError) as info:
+            f(jnp.float32(0.))
+    assert_where(info.value, line_of("# inf-line"))
+
+
+def test_nans_off():
+    with jaxguard.guard(nans=False):
+        assert np.isnan(jax.jit(lambda x: jnp.log(x))(-1.))
+        assert np.isnan(jnp.log(-1.))
+
+
+def test_nan_error_is_a_floating_point_error(guards):
+    with pytest.raises(FloatingPointError):
+        jax.jit(jnp.log)(jnp.float32(-1.))
