@@ -47,7 +47,7 @@ def _group(fun) -> tuple:
 
 def _describe(value) -> str:
     if isinstance(value, core.Tracer):
-        return f"{value.aval.str_short()}"
+        return value.aval.str_short(short_dtypes=True)
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return f"array {value.dtype}{list(value.shape)}"
     text = repr(value)

@@ -1,0 +1,85 @@
+"""Key-reuse guard: typed and legacy PRNGKey keys, eagerly and inside jit."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxguard
+from conftest import assert_where, line_of
+
+
+def test_sharp_bits_seed_reusing_a_prngkey(guards):
+    # The seed: the same key gives the same "random" number twice.
+    key = jax.random.PRNGKey(0)
+    print(jax.random.normal(key, shape=(1,)))  # seed-first-use
+    with pytest.raises(jaxguard.KeyReuseError) as info:
+        print(jax.random.normal(key, shape=(1,)))  # seed-second-use
+    assert_where(info.value, line_of("# seed-second-use"))
+    assert line_of("# seed-first-use") in str(info.value)
+    assert "jax.random.normal" in str(info.value)
+
+
+def test_sharp_bits_seed_split_properly_is_silent(guards):
+    key = jax.random.PRNGKey(0)
+    key, subkey = jax.random.split(key)
+    jax.random.normal(subkey, shape=(1,))
+    key, subkey = jax.random.split(key)
+    jax.random.normal(subkey, shape=(1,))
+    key, *subkeys = jax.random.split(key, 4)
+    for subkey in subkeys:
+        jax.random.normal(subkey, shape=(1,))
+
+
+def test_typed_key_reuse(guards):
+    key = jax.random.key(1)
+    jax.random.uniform(key)
+    with pytest.raises(jaxguard.KeyReuseError) as info:
+        jax.random.bernoulli(key)  # typed-line
+    assert_where(info.value, line_of("# typed-line"))
+
+
+def test_reuse_inside_jit(guards):
+    @jax.jit
+    def noisy(key, x):
+        a = jax.random.normal(key, x.shape)
+        b = jax.random.normal(key, x.shape)  # jit-reuse-line
+        return x + a + b
+
+    with pytest.raises(jaxguard.KeyReuseError) as info:
+        noisy(jax.random.PRNGKey(0), jnp.ones(2))
+    assert_where(info.value, line_of("# jit-reuse-line"))
+
+
+def test_same_key_passed_twice_to_a_jitted_function(guards):
+    sample = jax.jit(lambda key: jax.random.normal(key, (2,)))
+    key = jax.random.PRNGKey(2)
+    sample(key)
+    with pytest.raises(jaxguard.KeyReuseError) as info:
+        sample(key)  # twice-line
+    assert_where(info.value, line_of("# twice-line"))
+    sample(jax.random.PRNGKey(3))  # a fresh key is fine
+
+
+def test_correct_key_handling_is_silent(guards):
+    @jax.jit
+    def step(key, x):
+        key, sub = jax.random.split(key)
+        return key, x + jax.random.normal(sub, x.shape)
+
+    key, x = jax.random.key(0), jnp.zeros(2)
+    for _ in range(3):
+        key, x = step(key, x)
+    base = jax.random.PRNGKey(7)
+    for i in range(3):  # fold_in derives distinct keys from one base key
+        jax.random.uniform(jax.random.fold_in(base, i))
+    keys = jax.random.split(jax.random.PRNGKey(5), 3)
+    jax.vmap(lambda k: jax.random.normal(k, (2,)))(keys)
+    # jax.random functions that call each other internally are one use.
+    jax.random.bernoulli(jax.random.PRNGKey(9), 0.5, (3,))
+    jax.random.choice(jax.random.PRNGKey(10), 5, (2,), replace=False)
+
+
+def test_key_reuse_off():
+    with jaxguard.guard(key_reuse=False):
+        key = jax.random.PRNGKey(0)
+        assert jax.random.normal(key) == jax.random.normal(key)

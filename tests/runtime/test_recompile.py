@@ -1,0 +1,95 @@
+"""Recompilation guard: warn once, at the user's call site, with the cause."""
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxguard
+from conftest import line_of
+
+
+def _recompile_warnings(record):
+    return [w for w in record if issubclass(w.category, jaxguard.RecompileWarning)]
+
+
+def test_sharp_bits_seed_static_argnum_that_changes_a_lot(guards):
+    def example_fun(length, val):
+        return jnp.ones((length,)) * val
+
+    good_example_jit = jax.jit(example_fun, static_argnums=(0,))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        good_example_jit(10, 4)  # the seed: compile, then recompile: fine
+        good_example_jit(5, 4)
+        assert not _recompile_warnings(record)
+        for length in range(1, 6):
+            good_example_jit(length, 4)  # seed-recompile-line
+    found = _recompile_warnings(record)
+    assert len(found) == 1  # warned once
+    warning = found[0]
+    assert f"{warning.filename.rsplit('/', 1)[-1]}:{warning.lineno}" == \
+        line_of("# seed-recompile-line")
+    text = str(warning.message)
+    assert "static argument 'length'" in text and "10, 5, 1, 2" in text
+    assert "example_fun" in text
+
+
+def test_shape_change(guards):
+    f = jax.jit(lambda x: x * 2)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for n in range(1, 6):
+            f(jnp.ones(n))
+    (warning,) = _recompile_warnings(record)
+    assert "argument 'x' changed shape or dtype" in str(warning.message)
+    assert "f32[3] -> f32[4]" in str(warning.message)
+
+
+def test_pytree_change(guards):
+    f = jax.jit(lambda params: sum(jax.tree_util.tree_leaves(params)))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for n in range(1, 6):
+            f({f"w{i}": 1. for i in range(n)})
+    (warning,) = _recompile_warnings(record)
+    assert "pytree structure of argument 'params' changed" in str(warning.message)
+
+
+def test_jit_in_a_loop_of_a_recreated_function(guards):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(5):
+            jax.jit(lambda x: x + 1)(jnp.ones(2))  # loop-line
+    (warning,) = _recompile_warnings(record)
+    assert "re-created on each call" in str(warning.message)
+    assert f"{warning.filename.rsplit('/', 1)[-1]}:{warning.lineno}" == line_of("# loop-line")
+
+
+def test_correct_programs_do_not_warn(guards):
+    def g(x, n):
+        return x * n
+
+    f = jax.jit(g)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for n in range(10):  # a Python int passed as a traced argument: one compile
+            f(jnp.ones(2), n)
+        for _ in range(10):  # jax.jit of the same function in a loop: cached
+            jax.jit(g)(jnp.ones(2), 3)
+    assert not _recompile_warnings(record)
+
+
+def test_limit_is_configurable():
+    with jaxguard.guard(recompiles=1):
+        f = jax.jit(lambda x: x, static_argnums=0)
+        with pytest.warns(jaxguard.RecompileWarning):
+            f(1)
+            f(2)
+    with jaxguard.guard(recompiles=None):
+        f = jax.jit(lambda x: x, static_argnums=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for n in range(6):
+                f(n)
