@@ -2,6 +2,9 @@
 
 - jnp_list_args.json: for each jax.numpy function, the positional argument indexes at
   which a Python list raises TypeError (JG501), found by calling the function.
+- jax_config_options.json: the names of JAX's configuration options (`jax.config.values`),
+  the other attributes of `jax.config`, and the `JAX_...` environment variables JAX reads
+  (one per option, plus the string literals `"JAX_..."` in JAX's own sources) (JG904).
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import pathlib
+import re
 import warnings
 
 import jax
@@ -48,11 +52,32 @@ def jnp_list_args() -> dict[str, list[int]]:
     return table
 
 
+def jax_config_options() -> dict[str, list[str]]:
+    options = sorted(jax.config.values)
+    attributes = sorted(a for a in dir(jax.config) if not a.startswith("__") and a not in jax.config.values)
+    env_vars = {name.upper() for name in options}
+    roots = [pathlib.Path(jax.__file__).resolve().parent]
+    try:
+        import jaxlib
+
+        roots.append(pathlib.Path(jaxlib.__file__).resolve().parent)
+    except ImportError:
+        pass
+    literal = re.compile(r"""["'](JAX_[A-Z0-9_]+)["']""")
+    for root in roots:
+        for path in root.rglob("*.py"):
+            env_vars.update(literal.findall(path.read_text(encoding="utf-8", errors="ignore")))
+    return {"options": options, "attributes": attributes, "env_vars": sorted(env_vars)}
+
+
 def main() -> None:
     DATA.mkdir(exist_ok=True)
     payload = {"jax_version": jax.__version__, "functions": jnp_list_args()}
     (DATA / "jnp_list_args.json").write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
     print(f"{len(payload['functions'])} functions from jax {jax.__version__}")
+    config = {"jax_version": jax.__version__, **jax_config_options()}
+    (DATA / "jax_config_options.json").write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
+    print(f"{len(config['options'])} config options, {len(config['env_vars'])} environment variables")
 
 
 if __name__ == "__main__":
