@@ -85,8 +85,13 @@ def find_pyproject(start: Path) -> Path | None:
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                text = candidate.read_text(encoding="utf-8")
+                data = tomllib.loads(text)
+            except (OSError, UnicodeDecodeError):
+                continue
+            except tomllib.TOMLDecodeError:
+                if "tool.jaxguard" in text:
+                    return candidate  # ours but broken: load_config reports the TOML error
                 continue
             if "jaxguard" in data.get("tool", {}):
                 return candidate

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import traceback
 from dataclasses import dataclass, field
 
@@ -175,11 +176,21 @@ def _line_offsets(source: str) -> list[int]:
     return offsets
 
 
-def parse_error_diagnostic(path: str, error: Exception) -> Diagnostic:
-    line = getattr(error, "raw_line", None) or getattr(error, "lineno", None) or 1
-    column = getattr(error, "raw_column", None)
-    column = (column + 1) if isinstance(column, int) else (getattr(error, "offset", None) or 1)
-    message = getattr(error, "message", None) or str(error).splitlines()[0]
+def parse_error_diagnostic(path: str, source: str, error: Exception) -> Diagnostic:
+    """Python's own message and position where it has one (libcst's can point past the error)."""
+    try:
+        compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as python_error:
+        error = python_error
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    if isinstance(error, SyntaxError):
+        line, column, message = error.lineno or 1, error.offset or 1, error.msg
+    else:
+        line = getattr(error, "raw_line", None) or 1
+        raw_column = getattr(error, "raw_column", None)
+        column = raw_column + 1 if isinstance(raw_column, int) else 1
+        message = getattr(error, "message", None) or str(error).splitlines()[0]
     code, name = SYNTAX_ERROR
     return Diagnostic(code, name, f"cannot parse: {message}", line, column, line, column, path=path)
 
@@ -189,7 +200,7 @@ def lint_source(source: str, path: str, settings: LintSettings) -> LintResult:
     try:
         module = cst.parse_module(source)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as error:
-        return LintResult([parse_error_diagnostic(path, error)], parse_error=True)
+        return LintResult([parse_error_diagnostic(path, source, error)], parse_error=True)
     return LintResult(_lint_module(module, source, path, settings))
 
 

@@ -43,7 +43,9 @@ def read_source(path: str) -> tuple[str, str]:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        raise ValueError(f"bad encoding declaration: {error}") from None
+        if "invalid or missing encoding declaration" not in str(error):
+            raise ValueError(f"bad encoding declaration: {error}") from None
+        encoding = "utf-8"  # no cookie, and not UTF-8: the decode below says where
     try:
         return data.decode(encoding), encoding
     except (UnicodeDecodeError, LookupError) as error:
