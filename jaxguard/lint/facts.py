@@ -740,16 +740,17 @@ class ModuleFacts:
                 if info is not None:
                     self._mark_root(info, name, StaticSpec())
             return
-        found = self.transform_of(call.func, scope)
-        if found is not None and args:
-            # partial(jax.jit, ...)(f) or jax.jit(static_argnums=...)(f)
-            transform, spec = found
-        elif name in TRACING_TRANSFORMS or name in GRAD_TRANSFORMS:
-            if not args:
-                return
+        if not args:
+            return
+        if name in TRACING_TRANSFORMS or name in GRAD_TRANSFORMS:
+            # jax.jit(f, static_argnums=...)
             transform, spec = name, self._static_spec(name, call)
         else:
-            return
+            # partial(jax.jit, ...)(f) or jax.jit(static_argnums=...)(f)
+            found = self.transform_of(call.func, scope)
+            if found is None:
+                return
+            transform, spec = found
         target = self.function_for(args[0], scope)
         if target is not None:
             self._mark_root(target, transform, spec)
