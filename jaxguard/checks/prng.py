@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxguard.lint.facts import ModuleFacts, Scope, literal_int, positional
+from jaxguard.lint.facts import ModuleFacts, Scope, literal_int, positional, target_name_nodes
 from jaxguard.lint.registry import Rule, register
 
 KEY_MAKERS = frozenset({"jax.random.key", "jax.random.PRNGKey"})
@@ -263,13 +263,7 @@ def _forget(state: _State, name: str) -> None:
 
 
 def _names_in(target: cst.BaseExpression) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(*(_names_in(e.value) for e in target.elements)) if target.elements else set()
-    if isinstance(target, cst.StarredElement):
-        return _names_in(target.value)
-    return set()
+    return {name.value for name in target_name_nodes(target)}
 
 
 def _assigned_names(block) -> set[str]:

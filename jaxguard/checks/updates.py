@@ -168,21 +168,13 @@ class DiscardedFunctionalUpdate(Rule):
             return
         ctx = self.ctx
         func = call.func
-        name_node = None
-        if isinstance(func, cst.Attribute):
-            receiver = func.value
-            if (
-                func.attr.value in AT_OPS
-                and isinstance(receiver, cst.Subscript)
-                and isinstance(receiver.value, cst.Attribute)
-                and receiver.value.attr.value == "at"
-            ):
-                name_node = receiver.value.value
-                self._report(node, call, name_node, fixable=True)
-                return
-            if func.attr.value == "sort" and ctx.kind_of(receiver) == kinds.JAX:
-                self._report(node, call, receiver, fixable=True)
-                return
+        updated = kinds.at_update_base(call, AT_OPS)
+        if updated is not None:
+            self._report(node, call, updated, fixable=True)
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "sort" and ctx.kind_of(func.value) == kinds.JAX:
+            self._report(node, call, func.value, fixable=True)
+            return
         qualified = ctx.qualname(func)
         if qualified is None or not qualified.startswith("jax.numpy.") or qualified in NOT_PURE:
             return

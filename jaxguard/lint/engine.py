@@ -107,9 +107,9 @@ class RuleContext:
         scope: Scope | None = self.scope
         while scope is not None:
             for local, target in scope.imports.items():
-                if target == qualified and scope.lookup(local) is scope and local not in scope.values:
-                    if self.scope.lookup(local) is scope:
-                        return local
+                # visible from here, and not rebound to something else in its scope
+                if target == qualified and local not in scope.values and self.scope.lookup(local) is scope:
+                    return local
             scope = scope.parent
         return None
 

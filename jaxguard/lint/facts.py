@@ -166,16 +166,7 @@ def _import_alias_name(alias: cst.ImportAlias) -> str:
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names: list[str] = []
-        for element in target.elements:
-            names.extend(_target_names(element.value))
-        return names
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return []
+    return [name.value for name in target_name_nodes(target)]
 
 
 def _params(parameters: cst.Parameters) -> list[str]:

@@ -170,19 +170,23 @@ class KindTracker:
                 return LIST
             if name == "builtins.dict":
                 return DICT
-        if isinstance(func, cst.Attribute):
-            receiver = func.value
-            # x.at[i].set(v)
-            if (
-                func.attr.value in AT_METHODS
-                and isinstance(receiver, cst.Subscript)
-                and isinstance(receiver.value, cst.Attribute)
-                and receiver.value.attr.value == "at"
-            ):
-                return self.kind_of(receiver.value.value)
-            if func.attr.value in ARRAY_METHODS and self.kind_of(receiver) == JAX:
-                return JAX
+        updated = at_update_base(node)
+        if updated is not None:
+            return self.kind_of(updated)
+        if isinstance(func, cst.Attribute) and func.attr.value in ARRAY_METHODS and self.kind_of(func.value) == JAX:
+            return JAX
         return None
+
+
+def at_update_base(call: cst.Call, methods: frozenset[str] = AT_METHODS) -> cst.BaseExpression | None:
+    """`x` in `x.at[i].set(v)` (or another `.at[]` method in `methods`); None for other calls."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in methods:
+        return None
+    receiver = func.value
+    if isinstance(receiver, cst.Subscript) and isinstance(receiver.value, cst.Attribute) and receiver.value.attr.value == "at":
+        return receiver.value.value
+    return None
 
 
 def _all_params(parameters: cst.Parameters) -> list[cst.Param]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import textwrap
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -89,8 +90,6 @@ class Rule:
 
 
 def _dedent(text: str) -> str:
-    import textwrap
-
     return textwrap.dedent(text).strip("\n")
 
 
