@@ -44,7 +44,7 @@ def _validate(options: dict) -> None:
     limit = options["recompiles"]
     if limit not in (None, False) and (isinstance(limit, bool) or not isinstance(limit, int)
                                        or limit < 1):
-        raise ValueError(f"jaxguard.enable: recompiles= must be a positive int, or None to "
+        raise ValueError(f"jaxguard.enable: recompiles= must be a positive int, or None or 0 to "
                          f"switch the recompile guard off, got {limit!r}")
     if options["transfers"] not in (None, *_TRANSFER_LEVELS):
         raise ValueError(f"jaxguard.enable: transfers= must be None or one of "
@@ -93,9 +93,10 @@ def _warn_late(options: dict, *, check_existing_jits: bool) -> None:
 
 def _user_jits_created_before() -> list[str]:
     """Names of live jax.jit functions made from user code (jax's own are ignored)."""
+    ours = {id(twin._plain) for twin in list(jitwrap._cache.values())}
     names = []
     for obj in gc.get_objects():
-        if type(obj).__name__ != "PjitFunction":
+        if type(obj).__name__ != "PjitFunction" or id(obj) in ours:
             continue
         code = getattr(getattr(obj, "_fun", None), "__code__", None)
         if code is not None and not _is_library_file(code.co_filename):

@@ -30,7 +30,8 @@ from jax._src import checkify as ck
 from jax._src import dtypes, pjit
 from jax._src import source_info_util as siu
 
-from jaxguard.runtime.errors import NaNError, InfError, OutOfBoundsError, format_where
+from jaxguard.runtime.errors import (InfError, NaNError, OutOfBoundsError, _is_library_file,
+                                     format_where)
 
 # jaxguard's own frames are never the "user frame" JAX records for an equation.
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -91,6 +92,12 @@ def python_frames(skip: int = 1):
     return out
 
 
+# Pushed instead of real frames where the outer context is "whoever calls the compiled
+# function": the trace is reused by later calls from other lines, so the call site is
+# filled in when an error is raised (see `with_call_site`).
+CALL_SITE = [("<call site>", "<call site>", 0)]
+
+
 def _is_user(frame) -> bool:
     return siu.is_user_filename(frame[0])
 
@@ -116,8 +123,26 @@ def _called_api(frames):
 
 
 def _user_frames(frames):
-    """Up to three user frames, innermost first, as hashable (file, line, function)."""
-    return tuple((f[0], f[2], f[1]) for f in frames if _is_user(f))[:3]
+    """The first user frame and up to two calling frames of the user's own code (not
+    installed packages: pytest's or a launcher's frames are noise), innermost first, as
+    hashable (file, line, function)."""
+    user = [(f[0], f[2], f[1]) for f in frames if _is_user(f)]
+    if user and user[0][0] == CALL_SITE[0][0]:
+        return ()
+    callers = [f for f in user[1:] if not _is_installed(f[0])]
+    return tuple(user[:1] + callers[:2])
+
+
+def _is_installed(filename: str) -> bool:
+    return ("site-packages" in filename or "dist-packages" in filename
+            or _is_library_file(filename))
+
+
+def with_call_site(exc, skip: int = 2):
+    """Fill in the caller's frames for an error found in a trace with no user frame."""
+    if isinstance(exc, _GuardException) and not exc.traceback_info:
+        exc.traceback_info = _user_frames(python_frames(skip))
+    return exc
 
 
 class _GuardException(ck.JaxException):
@@ -372,5 +397,5 @@ def to_guard_error(exc):
     if isinstance(exc, ck.BatchedError):
         exc = next(iter(exc.error_mapping.values()))
     if isinstance(exc, _GuardException):
-        return exc.to_guard_error()
+        return with_call_site(exc, skip=3).to_guard_error()
     return None

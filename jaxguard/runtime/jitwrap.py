@@ -81,13 +81,17 @@ class GuardedJit:
 
         _local.depth = getattr(_local, "depth", 0) + 1
         try:
-            err, (out, out_has_nan) = ck.checkify(body, errors=errors_now)(
-                [leaves[i] for i in dyn_pos])
+            # Ops whose recorded frames hold no user code (`jax.jit(jnp.log)`) are
+            # attributed to the line that calls the compiled function.
+            with checks.outer_frames(checks.CALL_SITE):
+                err, (out, out_has_nan) = ck.checkify(body, errors=errors_now)(
+                    [leaves[i] for i in dyn_pos])
         finally:
             _local.depth -= 1
         return err, out, out_has_nan
 
     def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True  # pytest: show the user's line, not this wrapper
         if not active or _tracing_guarded():
             # Guards off, or nested inside a guarded jit whose checkify covers this call.
             return self._plain(*args, **kwargs)
@@ -124,6 +128,7 @@ def _has_nan(out):
 
 
 def raise_if_error(err, out_has_nan) -> None:
+    __tracebackhide__ = True
     try:
         exc = err.get_exception()
     except jax.errors.ConcretizationTypeError:

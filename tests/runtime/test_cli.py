@@ -1,0 +1,63 @@
+"""`jaxguard run script.py`: guards on before the script runs, flags mirror enable()."""
+
+import textwrap
+
+import pytest
+
+import jaxguard.runtime as runtime
+from jaxguard.runtime.cli import main
+
+SCRIPT = textwrap.dedent("""\
+    import sys
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit  # decorated at import time: still guarded under `jaxguard run`
+    def f(x):
+        return jnp.log(x)
+
+    print("args", sys.argv[1:])
+    print(float(f(float(sys.argv[1]))))
+""")
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "train.py"
+    path.write_text(SCRIPT)
+    return path
+
+
+def test_run_catches_the_bug_with_the_script_line(script, capsys):
+    assert main([str(script), "-1"]) == 1
+    err = capsys.readouterr().err
+    assert "NaNError" in err and "train.py:7: NaN produced by `log`" in err
+    assert not runtime.is_enabled()  # guards switched off again afterwards
+
+
+def test_run_correct_script_passes_arguments(script, capsys):
+    assert main([str(script), "1", "--flag"]) == 0
+    out = capsys.readouterr().out
+    assert "args ['1', '--flag']" in out and "0.0" in out
+
+
+def test_flags_mirror_enable(script, capsys):
+    assert main(["--no-nans", str(script), "-1"]) == 0
+    assert "nan" in capsys.readouterr().out
+
+
+def test_exit_code_of_the_script(tmp_path):
+    path = tmp_path / "exits.py"
+    path.write_text("import sys\nsys.exit(3)\n")
+    assert main([str(path)]) == 3
+
+
+def test_missing_script_is_a_one_line_error(capsys):
+    assert main(["no_such_script.py"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "jaxguard run: error: no such script: no_such_script.py"
+
+
+def test_bad_flag_value(script, capsys):
+    assert main(["--transfers", "sometimes", str(script)]) == 2
+    assert "invalid choice" in capsys.readouterr().err
