@@ -1,0 +1,898 @@
+"""JG901-JG906: JAX configuration, double precision, and precision-sensitive comparisons
+(sharp bits: "Double (64bit) precision", "Debugging NaNs")."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from importlib import resources
+
+import libcst as cst
+
+from jaxguard.checks.numerics import environ_key
+from jaxguard.lint.engine import RemoveNode, ReplaceNode
+from jaxguard.lint.facts import keyword, literal_str, positional
+from jaxguard.lint.registry import Rule, register
+
+
+@functools.cache
+def config_data() -> dict[str, frozenset[str]]:
+    """JAX's option names, other `jax.config` attributes and `JAX_...` environment variables.
+
+    Generated from the installed JAX by tools/gen_jax_data.py (the file records the version).
+    """
+    text = resources.files("jaxguard.data").joinpath("jax_config_options.json").read_text()
+    data = json.loads(text)
+    return {key: frozenset(data[key]) for key in ("options", "attributes", "env_vars")}
+
+
+def _dotted_module(node: cst.ImportFrom) -> str:
+    if node.relative or node.module is None:
+        return ""
+    return cst.Module([]).code_for_node(node.module)
+
+
+def _in_import_guard(ctx) -> bool:
+    """Inside the body of `try: ... except ImportError/ModuleNotFoundError/Exception:`."""
+    stack = ctx.statement_stack
+    for index, statement in enumerate(stack[:-1]):
+        if isinstance(statement, cst.Try) and stack[index + 1] in statement.body.body:
+            for handler in statement.handlers:
+                if handler.type is None:
+                    return True
+                names = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+                for name in names:
+                    value = name.value if isinstance(name, cst.Element) else name
+                    if ctx.qualname(value) in (
+                        "builtins.ImportError", "builtins.ModuleNotFoundError", "builtins.Exception",
+                        "builtins.BaseException",
+                    ):
+                        return True
+    return False
+
+
+# ---------------------------------------------------------------------------------
+# JG901
+
+
+@register
+class RemovedJaxConfigModule(Rule):
+    code = "JG901"
+    name = "removed-jax-config-module"
+    message = "'{statement}' raises ModuleNotFoundError: jax.config is no longer a module; use jax.config.update(...) after 'import jax'"
+    fix_kind = "autofix"
+    what = "Flags `from jax.config import config` and `import jax.config` (as anything)."
+    why = """
+        `jax/config.py` was removed: `jax.config` is now only an attribute of the `jax`
+        package (the configuration object), so importing it as a module raises
+        `ModuleNotFoundError: No module named 'jax.config'`. Many tutorials, including the
+        "Sharp Bits" page, still show the old import.
+    """
+    example = """
+        import jax.numpy as jnp
+        from jax.config import config
+
+        config.update("jax_enable_x64", True)
+        a64 = jnp.ones(3).astype(jnp.float64)
+    """
+    use_instead = """
+        import jax.numpy as jnp
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        a64 = jnp.ones(3).astype(jnp.float64)
+    """
+    fix_safety = """
+        `from jax.config import config [as name]` is replaced by `import jax` (or removed if
+        `jax` is already imported before it) and every use of the name becomes `jax.config`:
+        the same object the old import gave. When a use sits where `jax` means something else,
+        or the import is not a plain top-level statement, the import is rewritten to the
+        equivalent `from jax import config [as name]` instead. `import jax.config` becomes
+        `import jax`. Imports inside `try: ... except ImportError:` are compatibility code and
+        not flagged. `import jax.config as name` and other names imported from `jax.config`
+        are reported without a fix.
+    """
+    invalid = (
+        "from jax.config import config as jax_config\njax_config.update('jax_debug_nans', True)\n",
+        "import jax.config\njax.config.update('jax_enable_x64', True)\n",
+        "import jax\ndef setup():\n    from jax.config import config\n    config.update('jax_platform_name', 'cpu')\n",
+        "import jax.config as jc\n",
+        "from jax.config import config\nif __name__ == '__main__':\n    config.config_with_absl()\n    config.parse_flags_with_absl()\n",
+    )
+    valid = (
+        "import jax\njax.config.update('jax_enable_x64', True)\n",
+        "from jax import config\nconfig.update('jax_enable_x64', True)\n",
+        "try:\n    from jax.config import config\nexcept ImportError:\n    from jax import config\n",
+        "from flax.config import config\nfrom .config import config as local_config\n",
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.pending: list[tuple] = []  # (ImportFrom, alias, local, binding scope, statement)
+        self.uses: list[tuple[cst.Name, object]] = []
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if _dotted_module(node) != "jax.config" or _in_import_guard(self.ctx):
+            return
+        statement = self.ctx.statement_stack[-1]
+        text = f"from jax.config import {'*' if isinstance(node.names, cst.ImportStar) else ', '.join(self.ctx.code(a.name) for a in node.names)}"
+        if (
+            isinstance(node.names, cst.ImportStar)
+            or len(node.names) != 1
+            or cst.Module([]).code_for_node(node.names[0].name) != "config"
+            or len(statement.body) != 1
+        ):
+            self.report(node, self.message.format(statement=text))
+            return
+        alias = node.names[0]
+        local = alias.asname.name.value if alias.asname is not None else "config"  # type: ignore[union-attr]
+        self.pending.append((node, alias, local, self.ctx.scope, statement, text))
+
+    def visit_Import(self, node: cst.Import) -> None:
+        if _in_import_guard(self.ctx):
+            return
+        for alias in node.names:
+            name = cst.Module([]).code_for_node(alias.name)
+            if name != "jax.config" and not name.startswith("jax.config."):
+                continue
+            fix = None
+            if (
+                name == "jax.config"
+                and alias.asname is None
+                and len(node.names) == 1
+                and "jax.config.config" not in self.ctx.module.code
+            ):
+                fix = ([ReplaceNode(node, "import jax")], True, "import jax instead")
+            self.report(node, self.message.format(statement=f"import {name}"), fix)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self.pending and node in self.ctx.facts.loads:
+            self.uses.append((node, self.ctx.scope))
+
+    def finish(self) -> None:
+        for node, alias, local, scope, statement, text in self.pending:
+            uses = [(n, s) for n, s in self.uses if n.value == local and s.lookup(local) is scope]
+            self.report(node, self.message.format(statement=text), self._fix(node, alias, local, scope, statement, uses), statement)
+
+    def _fix(self, node, alias, local, scope, statement, uses):
+        facts = self.ctx.facts
+        fallback = (
+            [ReplaceNode(node, f"from jax import config{'' if local == 'config' else ' as ' + local}")],
+            True,
+            "import config from jax",
+        )
+        if scope.kind != "module" or statement not in facts.module.body:
+            return fallback
+        if len(scope.values.get(local, [])) or "jax" in scope.values:
+            return fallback
+        for _, use_scope in uses:
+            owner = use_scope.lookup("jax")
+            if owner is not None and (owner.imports.get("jax") != "jax" or "jax" in owner.values):
+                return fallback
+        steps: list = [ReplaceNode(n, "jax.config") for n, _ in uses]
+        if self._jax_imported_before(statement):
+            steps.append(RemoveNode(statement))
+        else:
+            steps.append(ReplaceNode(node, "import jax"))
+        return steps, True, "use jax.config"
+
+    def _jax_imported_before(self, statement) -> bool:
+        for top in self.ctx.facts.module.body:
+            if top is statement:
+                return False
+            if isinstance(top, cst.SimpleStatementLine):
+                for small in top.body:
+                    if isinstance(small, cst.Import):
+                        for alias in small.names:
+                            name = cst.Module([]).code_for_node(alias.name)
+                            if alias.asname is None and name.split(".")[0] == "jax":
+                                return True
+        return False
+
+
+# ---------------------------------------------------------------------------------
+# x64 state shared by JG902, JG903, JG906
+
+X64_DTYPE_NAMES = frozenset({"float64", "int64", "uint64", "complex128", "double", "cdouble", "longlong", "ulonglong", "complex_"})
+X64_DTYPE_STRINGS = frozenset({"float64", "int64", "uint64", "complex128", "f8", "i8", "u8", "c16", "double", "<f8", "<i8"})
+X64_AWARE_NAMES = frozenset({"enable_x64", "x64_enabled", "jax_enable_x64", "x64_context", "x64_enabled_context"})
+# jax functions that do not create arrays (for "arrays were already created")
+NOT_ARRAY_CALLS = frozenset(
+    {
+        "jax.numpy.dtype", "jax.numpy.finfo", "jax.numpy.iinfo", "jax.numpy.issubdtype",
+        "jax.numpy.result_type", "jax.numpy.promote_types", "jax.numpy.isdtype", "jax.numpy.can_cast",
+        "jax.numpy.shape", "jax.numpy.ndim", "jax.numpy.size", "jax.numpy.set_printoptions",
+        "jax.numpy.printoptions",
+    }
+)
+ARRAY_MODULES = ("jax.numpy.", "jax.random.", "jax.lax.", "jax.nn.", "jax.scipy.")
+
+
+def _is_false_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value in ("False", "None")
+    if isinstance(node, cst.Integer):
+        return node.value == "0"
+    text = literal_str(node)
+    return text is not None and text.strip().lower() in ("0", "false", "no", "off", "")
+
+
+def x64_enabling(ctx, node: cst.CSTNode) -> bool | None:
+    """True if `node` enables x64 (update, environment variable); None if unrelated."""
+    if isinstance(node, cst.Call):
+        qualified = ctx.qualname(node.func)
+        args = positional(node)
+        if qualified == "jax.config.update" and len(args) == 2 and literal_str(args[0]) == "jax_enable_x64":
+            return not _is_false_literal(args[1])
+        if qualified in ("os.environ.setdefault", "os.putenv") and len(args) == 2 and literal_str(args[0]) == "JAX_ENABLE_X64":
+            return not _is_false_literal(args[1])
+    if isinstance(node, cst.Assign):
+        for target in node.targets:
+            subscript = target.target
+            if isinstance(subscript, cst.Subscript) and ctx.qualname(subscript.value) == "os.environ":
+                if environ_key(subscript) == "JAX_ENABLE_X64":
+                    return not _is_false_literal(node.value)
+    return None
+
+
+def module_x64_aware(ctx) -> bool:
+    """x64 enabled somewhere in the module, or the module reads/handles the x64 flag."""
+    if ctx.settings.x64:
+        return True
+    cached = ctx.facts.derived.get("jaxguard.x64_aware")
+    if cached is not None:
+        return bool(cached)
+    code = ctx.module.code
+    aware = False
+    if "x64" in code or "X64" in code:
+        aware = _scan_x64(ctx)
+    ctx.facts.derived["jaxguard.x64_aware"] = aware
+    return aware
+
+
+def _scan_x64(ctx) -> bool:
+    facts = ctx.facts
+    found = [False]
+
+    class _Scan(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.scopes = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if found[0]:
+                return False
+            scope = facts.scopes.get(node)
+            if scope is not None:
+                self.scopes.append(scope)
+            current = self.scopes[-1]
+            if isinstance(node, cst.Call):
+                qualified = facts.qualname(node.func, current)
+                args = positional(node)
+                if qualified == "jax.config.update" and args and literal_str(args[0]) == "jax_enable_x64":
+                    if len(args) < 2 or not _is_false_literal(args[1]):
+                        found[0] = True
+                if qualified == "jax.config.read" and args and literal_str(args[0]) == "jax_enable_x64":
+                    found[0] = True
+                for arg in node.args:
+                    if arg.keyword is not None and arg.keyword.value == "jax_enable_x64":
+                        found[0] = True
+            elif isinstance(node, cst.SimpleString):
+                if literal_str(node) in ("JAX_ENABLE_X64",):
+                    found[0] = True
+            elif isinstance(node, cst.Attribute) and node.attr.value in X64_AWARE_NAMES:
+                qualified = facts.qualname(node.value, current) or ""
+                if not qualified.startswith("jax.config.config"):
+                    found[0] = True
+            elif isinstance(node, cst.Name) and node.value in X64_AWARE_NAMES:
+                found[0] = True
+            elif isinstance(node, cst.ImportAlias):
+                name = cst.Module([]).code_for_node(node.name)
+                if name.rsplit(".", 1)[-1] in X64_AWARE_NAMES:
+                    found[0] = True
+            return not found[0]
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            if original_node in facts.scopes and self.scopes:
+                self.scopes.pop()
+
+    facts.module.visit(_Scan())
+    return found[0]
+
+
+def x64_dtype(ctx, node: cst.BaseExpression, strings: bool = True) -> str | None:
+    """The name of a 64-bit dtype that `node` spells (`jnp.float64`, `np.int64`, "float64")."""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        qualified = ctx.qualname(node) or ""
+        module, _, name = qualified.rpartition(".")
+        if module in ("jax.numpy", "numpy") and name in X64_DTYPE_NAMES:
+            return ("jnp." if module == "jax.numpy" else "np.") + name
+        if qualified in ("builtins.float", "builtins.int", "builtins.complex"):
+            return None  # Python types are "the default" dtype: 32-bit without x64, not a request
+        return None
+    if strings:
+        text = literal_str(node)
+        if text is not None and text in X64_DTYPE_STRINGS:
+            return repr(text)
+    return None
+
+
+# ---------------------------------------------------------------------------------
+# JG902
+
+
+@register
+class X64EnabledTooLate(Rule):
+    code = "JG902"
+    name = "x64-enabled-too-late"
+    message = "jax_enable_x64 is turned on {where}: arrays created before stay 32-bit; enable it at startup, before any JAX array exists"
+    what = """
+        Flags `jax.config.update("jax_enable_x64", True)` (or `os.environ["JAX_ENABLE_X64"]`)
+        that runs after this module already created JAX arrays or called JAX functions at
+        module level, and the same update inside a traced function, or inside a function after
+        that function already used JAX. Repeating the update when x64 is already on is fine.
+    """
+    why = """
+        x64 mode is read when values are created and functions are traced: arrays made (and
+        functions compiled) before the switch keep their 32-bit dtypes, and mixing them with
+        new 64-bit values gives surprising promotions and recompilations. The "Sharp Bits"
+        page stresses: set it at startup. Inside a jitted function the update runs once, at
+        trace time, after the function's own inputs were already traced as 32-bit.
+    """
+    example = """
+        import jax
+        import jax.numpy as jnp
+
+        weights = jnp.ones(3)
+        jax.config.update("jax_enable_x64", True)
+    """
+    use_instead = """
+        import jax
+        import jax.numpy as jnp
+
+        jax.config.update("jax_enable_x64", True)
+        weights = jnp.ones(3)
+    """
+    invalid = (
+        "import jax\nfrom jax import random\nkey = random.key(0)\nimport os\nos.environ['JAX_ENABLE_X64'] = 'True'\n",
+        "import jax\n@jax.jit\ndef f(x):\n    jax.config.update('jax_enable_x64', True)\n    return x\n",
+        "import jax\nimport jax.numpy as jnp\ndef run():\n    x = jnp.zeros(3)\n    jax.config.update('jax_enable_x64', True)\n    return x\n",
+        "import jax\nimport jax.numpy as jnp\nclass Model:\n    table = jnp.arange(10)\njax.config.update('jax_enable_x64', True)\n",
+    )
+    valid = (
+        "import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy as jnp\nx = jnp.ones(3)\n",
+        "import jax\nimport jax.numpy as jnp\nprint(jnp.finfo(jnp.float32).eps)\njax.config.update('jax_enable_x64', True)\n",
+        "import jax\nimport jax.numpy as jnp\njax.config.update('jax_enable_x64', True)\nx = jnp.ones(3)\njax.config.update('jax_enable_x64', True)\n",
+        "import jax\ndef enable():\n    jax.config.update('jax_enable_x64', True)\nenable()\n",
+        "import jax\nimport jax.numpy as jnp\nx = jnp.ones(3)\njax.config.update('jax_enable_x64', False)\n",
+        "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnums=0)\ndef f(n, x):\n    return x\n"
+        "jax.config.update('jax_enable_x64', True)\n",
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.module_used_jax = False
+        self.enabled = ctx.settings.x64
+        self.functions_used_jax: set = set()
+
+    def _creates_arrays(self, node: cst.Call) -> bool:
+        ctx = self.ctx
+        qualified = ctx.qualname(node.func) or ""
+        if qualified.startswith(ARRAY_MODULES) and qualified not in NOT_ARRAY_CALLS:
+            module, _, name = qualified.rpartition(".")
+            return not (module == "jax.numpy" and name[:1].isupper())  # classes: jnp.ndarray
+        if qualified in ("jax.device_put", "jax.block_until_ready"):
+            return True
+        return ctx.facts.jitted_spec(node.func, ctx.scope) is not None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        enabling = x64_enabling(self.ctx, node)
+        if enabling is None:
+            if self._creates_arrays(node):
+                function = self.ctx.function
+                if function is None:
+                    self.module_used_jax = True
+                else:
+                    self.functions_used_jax.add(function)
+            return
+        self._update(node, enabling)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        enabling = x64_enabling(self.ctx, node)
+        if enabling is not None:
+            self._update(node, enabling)
+
+    def _update(self, node: cst.CSTNode, enabling: bool) -> None:
+        ctx = self.ctx
+        function = ctx.function
+        if function is None:
+            if enabling and self.module_used_jax and not self.enabled:
+                self.report(node, self.message.format(where="after this module already created JAX arrays"))
+            self.enabled = self.enabled or enabling
+            return
+        if not enabling:
+            return
+        if function.traced:
+            self.report(node, self.message.format(where=f"inside a traced function ('{function.name}')"))
+        elif function in self.functions_used_jax and not self.enabled:
+            self.report(node, self.message.format(where=f"in '{function.name}' after it already used JAX"))
+
+
+# ---------------------------------------------------------------------------------
+# JG903
+
+
+@register
+class X64DtypeWithoutX64(Rule):
+    code = "JG903"
+    name = "x64-dtype-without-x64"
+    message = (
+        "{dtype} requested from JAX, but this module never enables x64: JAX silently uses the 32-bit type; "
+        "call jax.config.update(\"jax_enable_x64\", True) at startup (or set x64 = true in [tool.jaxguard])"
+    )
+    fix_kind = "suggest"
+    what = """
+        Flags a 64-bit dtype (`float64`, `int64`, `uint64`, `complex128`) requested from JAX:
+        `dtype=` of a JAX function, a dtype argument of `jnp.zeros/array/asarray/...` or
+        `lax.convert_element_type`, `.astype(jnp.float64)` on a JAX array, `jnp.float64(x)`,
+        in a module that never enables x64. x64 counts as enabled by `jax.config.update(
+        "jax_enable_x64", ...)`, the `JAX_ENABLE_X64` environment variable set in the module,
+        `jax.enable_x64(...)` contexts, code that reads the flag, and `x64 = true` in config.
+    """
+    why = """
+        Without x64 mode JAX canonicalizes 64-bit dtypes to 32-bit ones (with at most a
+        warning): `random.uniform(key, (1000,), dtype=jnp.float64).dtype` is `float32`. Code
+        that needs double precision silently computes in single precision.
+    """
+    example = """
+        import jax.numpy as jnp
+        from jax import random
+
+        x = random.uniform(random.PRNGKey(0), (1000,), dtype=jnp.float64)
+    """
+    use_instead = """
+        import jax
+        import jax.numpy as jnp
+        from jax import random
+
+        jax.config.update("jax_enable_x64", True)
+        x = random.uniform(random.PRNGKey(0), (1000,), dtype=jnp.float64)
+    """
+    invalid = (
+        # the old config module never ran, so x64 was never enabled
+        "import jax.numpy as jnp\nfrom jax.config import config\nconfig.update('jax_enable_x64', True)\n"
+        "a = jnp.array([1.0, 2.0]).astype(jnp.float32)\na64 = a.astype(jnp.float64)\n",
+        "import jax.numpy as jnp\nimport numpy as np\ndef grid(n):\n    return jnp.zeros((n, n), np.float64)\n",
+        "import jax.numpy as jnp\nfrom jax import lax\ndef f(x):\n    return lax.convert_element_type(x, jnp.int64)\n",
+        "import jax.numpy as jnp\nscale = jnp.float64(1e-3)\n",
+        "import jax.numpy as jnp\nimport equinox as eqx\nclass Lin(eqx.Module):\n    w: jnp.ndarray\n"
+        "    def __init__(self):\n        self.w = jnp.ones(3, dtype='float64')\n",
+    )
+    valid = (
+        "import numpy as np\nx = np.zeros(3, dtype=np.float64)\ny = x.astype(np.float64)\n",
+        "import os\nos.environ['JAX_ENABLE_X64'] = '1'\nimport jax.numpy as jnp\nx = jnp.zeros(3, jnp.float64)\n",
+        "import jax\nimport jax.numpy as jnp\ndef f(x):\n    with jax.enable_x64(True):\n        return jnp.asarray(x, dtype=jnp.float64)\n",
+        "import jax\nimport jax.numpy as jnp\ndef f(x):\n    dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32\n    return x.astype(dtype)\n",
+        "import jax.numpy as jnp\nimport numpy as np\ndef host(x):\n    return np.asarray(x).astype(jnp.float64)\n",
+        "import jax.numpy as jnp\nDTYPES = {jnp.float32: 'f', jnp.float64: 'd'}\n",
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.candidates: list[tuple[cst.CSTNode, str, cst.CSTNode | None]] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        qualified = ctx.qualname(node.func) or ""
+        found = None
+        if qualified.startswith("jax."):
+            module, _, name = qualified.rpartition(".")
+            if module == "jax.numpy" and name in X64_DTYPE_NAMES:
+                found = (node, f"jnp.{name}")
+            else:
+                value = keyword(node, "dtype")
+                if value is None and qualified.startswith(("jax.numpy.", "jax.lax.", "jax.random.")):
+                    for arg in positional(node)[1:]:
+                        if x64_dtype(ctx, arg, strings=False) is not None:
+                            value = arg
+                            break
+                dtype = x64_dtype(ctx, value) if value is not None else None
+                if dtype is not None:
+                    found = (value, dtype)
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in ("astype", "view") and qualified == "":
+            args = positional(node)
+            value = args[0] if args else keyword(node, "dtype")
+            dtype = x64_dtype(ctx, value) if value is not None else None
+            if dtype is not None:
+                receiver = ctx.kind_of(node.func.value)
+                if receiver == "jax" or (receiver is None and dtype.startswith("jnp.") and self._unknown_receiver_ok(node.func.value)):
+                    found = (value, dtype)
+        if found is not None:
+            statement = ctx.statement_stack[-1] if ctx.statement_stack else None
+            self.candidates.append((found[0], found[1], statement))
+
+    def _unknown_receiver_ok(self, receiver: cst.BaseExpression) -> bool:
+        """`x.astype(jnp.float64)` with x of unknown kind: only if x is not built by numpy."""
+        if isinstance(receiver, cst.Call):
+            qualified = self.ctx.qualname(receiver.func) or ""
+            return not qualified.startswith("numpy.")
+        return True
+
+    def finish(self) -> None:
+        if not self.candidates or module_x64_aware(self.ctx):
+            return
+        for node, dtype, statement in self.candidates:
+            self.report(node, self.message.format(dtype=dtype), statement=statement)
+
+
+# ---------------------------------------------------------------------------------
+# JG904
+
+
+def _closest(name: str, choices: frozenset[str]) -> str | None:
+    found = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+@register
+class UnknownConfigOption(Rule):
+    code = "JG904"
+    name = "unknown-config-option"
+    message = "{what} is not a JAX configuration option{hint}"
+    fix_kind = "suggest"
+    what = """
+        Flags option names that the installed JAX does not have: the name passed to
+        `jax.config.update(...)` / `jax.config.read(...)`, attribute access `jax.config.<name>`,
+        and `JAX_...` environment variables set with `os.environ[...] = ...`,
+        `os.environ.setdefault(...)` or `os.putenv(...)` that are close to a real one. The
+        closest real name is suggested. The list of names is generated from `jax.config.values`
+        of the installed JAX (see `jaxguard/data/jax_config_options.json`).
+    """
+    why = """
+        `jax.config.update` with a misspelled name raises `AttributeError: Unrecognized config
+        option` only when that line runs, and a misspelled environment variable is silently
+        ignored: `JAX_ENABEL_X64=1` leaves x64 off and the program quietly runs in 32-bit.
+    """
+    example = """
+        import os
+        import jax
+
+        os.environ["JAX_DEBUG_NAN"] = "1"
+        jax.config.update("jax_enabel_x64", True)
+    """
+    use_instead = """
+        import os
+        import jax
+
+        os.environ["JAX_DEBUG_NANS"] = "1"
+        jax.config.update("jax_enable_x64", True)
+    """
+    invalid = (
+        "from jax import config\nconfig.update('jax_platform', 'cpu')\n",
+        "import jax\nif jax.config.jax_enable_64:\n    pass\n",
+        "import os\nos.environ.setdefault('JAX_PLATFORM', 'cpu')\n",
+        "import jax\nclass Setup:\n    def apply(self):\n        jax.config.update('jax_default_matmul_precison', 'highest')\n",
+    )
+    valid = (
+        "import jax\njax.config.update('jax_enable_x64', True)\njax.config.update('jax_platforms', 'cpu')\n",
+        "import jax\nprint(jax.config.jax_enable_x64, jax.config.x64_enabled, jax.config.values)\n",
+        "import os\nos.environ['JAX_PLATFORMS'] = 'cpu'\nos.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=8'\n"
+        "os.environ['JAX_MY_APP_SETTING'] = '1'\n",
+        "import jax\ndef set_option(name, value):\n    jax.config.update(name, value)\n",
+        "import flax\nflax.config.update('flax_use_orbax_checkpointing', True)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        qualified = ctx.qualname(node.func)
+        args = positional(node)
+        if qualified in ("jax.config.update", "jax.config.read") and args:
+            name = literal_str(args[0])
+            if name is not None and name not in config_data()["options"]:
+                self._report(args[0], repr(name), name, config_data()["options"])
+        elif qualified in ("os.environ.setdefault", "os.putenv") and args:
+            self._env(args[0])
+        elif qualified == "os.environ.update" and len(args) == 1 and isinstance(args[0], cst.Dict):
+            for element in args[0].elements:
+                if isinstance(element, cst.DictElement):
+                    self._env(element.key)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        ctx = self.ctx
+        if ctx.qualname(node.value) != "jax.config":
+            return
+        name = node.attr.value
+        data = config_data()
+        if name.startswith("__") or name in data["options"] or name in data["attributes"]:
+            return
+        self._report(node.attr, f"jax.config.{name}", name, data["options"] | data["attributes"])
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            subscript = target.target
+            if isinstance(subscript, cst.Subscript) and self.ctx.qualname(subscript.value) == "os.environ":
+                if len(subscript.slice) == 1 and isinstance(subscript.slice[0].slice, cst.Index):
+                    self._env(subscript.slice[0].slice.value)
+
+    def _env(self, key: cst.BaseExpression) -> None:
+        name = literal_str(key)
+        if name is None or not name.startswith("JAX_"):
+            return
+        known = config_data()["env_vars"]
+        if name in known:
+            return
+        close = _closest(name, known)
+        if close is not None:  # JAX_-prefixed names of other tools are fine; misspellings are not
+            self.report(key, self.message.format(what=f"environment variable {name}", hint=f" (JAX ignores it); did you mean {close}?"))
+
+    def _report(self, node: cst.CSTNode, what: str, name: str, choices: frozenset[str]) -> None:
+        close = _closest(name, choices)
+        hint = f"; did you mean {close!r}?" if close else ""
+        self.report(node, self.message.format(what=what, hint=hint))
+
+
+# ---------------------------------------------------------------------------------
+# JG905
+
+MATMUL_PRECISION_POSITION = {
+    "jax.numpy.dot": None, "jax.numpy.matmul": None, "jax.numpy.einsum": None,
+    "jax.numpy.tensordot": None, "jax.numpy.inner": None, "jax.numpy.vdot": None,
+    "jax.numpy.linalg.matmul": None, "jax.numpy.linalg.tensordot": None, "jax.numpy.linalg.vecdot": None,
+    "jax.lax.dot": 3, "jax.lax.dot_general": 3, "jax.lax.conv_general_dilated": 9,
+    "jax.lax.conv": 4, "jax.lax.conv_with_general_padding": 6, "jax.lax.batch_matmul": 2,
+}
+COMPARISON_TAILS = frozenset(
+    {
+        "assert_allclose", "allclose", "assert_close", "assertAllClose", "assert_array_almost_equal",
+        "assert_almost_equal", "assertArraysAllClose", "isclose",
+    }
+)
+
+
+def _call_tail(node: cst.Call) -> str | None:
+    func = node.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return None
+
+
+@register
+class UnpinnedMatmulPrecision(Rule):
+    code = "JG905"
+    name = "unpinned-matmul-precision"
+    message = "{op} without precision= is compared against a reference in this function: on GPU/TPU it may run in TF32/bf16 and the comparison becomes flaky; pass precision=jax.lax.Precision.HIGHEST or use jax.default_matmul_precision('highest')"
+    default_on = False
+    fix_kind = "suggest"
+    what = """
+        In a function (or script) that compares results against a reference
+        (`assert_allclose`, `allclose`, `assert_close`, `assertAllClose`, ...), flags
+        `jnp.dot/matmul/einsum/tensordot`, `lax.dot/dot_general/conv_general_dilated` and `@`
+        on JAX arrays that pass no `precision=` and are not inside
+        `with jax.default_matmul_precision(...)` (nor in a module that sets
+        `jax_default_matmul_precision`).
+    """
+    why = """
+        On TPUs (and on GPUs with TF32) JAX's default matmul precision multiplies float32
+        inputs in bfloat16 or TF32: about 3 significant digits. A comparison with a float32 or
+        float64 reference at float32 tolerances then passes on CPU and fails on accelerators.
+    """
+    example = """
+        import jax.numpy as jnp
+        import numpy as np
+
+        def test_projection():
+            a = jnp.ones((64, 64))
+            b = jnp.ones((64, 64))
+            np.testing.assert_allclose(jnp.dot(a, b), np.full((64, 64), 64.0), rtol=1e-6)
+    """
+    use_instead = """
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        def test_projection():
+            a = jnp.ones((64, 64))
+            b = jnp.ones((64, 64))
+            result = jnp.dot(a, b, precision=jax.lax.Precision.HIGHEST)
+            np.testing.assert_allclose(result, np.full((64, 64), 64.0), rtol=1e-6)
+    """
+    invalid = (
+        "import jax.numpy as jnp\nimport numpy as np\nx = jnp.ones((4, 4))\ny = x @ x\nassert np.allclose(y, 4.0)\n",
+        "import jax.numpy as jnp\nimport torch\ndef check(a, b, ref):\n"
+        "    out = jnp.einsum('ij,jk->ik', a, b)\n    torch.testing.assert_close(torch.from_numpy(out), ref)\n",
+        "from jax import lax\nimport jax.numpy as jnp\nimport numpy as np\nclass T:\n    def test_conv(self):\n"
+        "        x = jnp.ones((1, 1, 5, 5))\n        out = lax.conv_general_dilated(x, x, (1, 1), 'SAME')\n"
+        "        self.assertAllClose(out, np.ones((1, 1, 5, 5)))\n",
+    )
+    valid = (
+        "import jax\nimport jax.numpy as jnp\nimport numpy as np\ndef t():\n    x = jnp.ones((4, 4))\n"
+        "    with jax.default_matmul_precision('highest'):\n        y = x @ x\n    np.testing.assert_allclose(y, 4.0)\n",
+        "import jax.numpy as jnp\ndef f(a, b):\n    return jnp.dot(a, b)\n",
+        "import numpy as np\ndef t():\n    x = np.ones((4, 4))\n    np.testing.assert_allclose(x @ x, 4.0)\n",
+        "import jax\nimport jax.numpy as jnp\nimport numpy as np\njax.config.update('jax_default_matmul_precision', 'highest')\n"
+        "def t():\n    x = jnp.ones((4, 4))\n    np.testing.assert_allclose(jnp.matmul(x, x), 4.0)\n",
+        "from jax import lax\nimport jax.numpy as jnp\nimport numpy as np\ndef t(x, w, dn):\n"
+        "    out = lax.conv_general_dilated(x, w, (1, 1), 'SAME', dimension_numbers=dn, precision=lax.Precision.HIGHEST)\n"
+        "    np.testing.assert_allclose(out, 0.0)\n",
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.pinned_depth = 0
+        self.candidates: dict[object, list] = {}
+        self.compares: set = set()
+        self.module_pinned = "default_matmul_precision" in ctx.module.code and (
+            "jax_default_matmul_precision" in ctx.module.code
+        )
+
+    def _unit(self):
+        function = self.ctx.function
+        while function is not None and function.name == "<lambda>":
+            function = self.ctx.facts.enclosing_function(function.parent)
+        return function
+
+    def visit_With(self, node: cst.With) -> None:
+        if any(
+            isinstance(item.item, cst.Call) and self.ctx.qualname(item.item.func) == "jax.default_matmul_precision"
+            for item in node.items
+        ):
+            self.pinned_depth += 1
+
+    def leave_With(self, original_node: cst.With) -> None:
+        if any(
+            isinstance(item.item, cst.Call) and self.ctx.qualname(item.item.func) == "jax.default_matmul_precision"
+            for item in original_node.items
+        ):
+            self.pinned_depth -= 1
+
+    def _candidate(self, node: cst.CSTNode, op: str) -> None:
+        if self.pinned_depth or self.module_pinned:
+            return
+        statement = self.ctx.statement_stack[-1] if self.ctx.statement_stack else None
+        self.candidates.setdefault(self._unit(), []).append((node, op, statement))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if _call_tail(node) in COMPARISON_TAILS:
+            self.compares.add(self._unit())
+            return
+        qualified = ctx.qualname(node.func)
+        if qualified not in MATMUL_PRECISION_POSITION:
+            return
+        if keyword(node, "precision") is not None:
+            return
+        position = MATMUL_PRECISION_POSITION[qualified]
+        if position is not None and len(positional(node)) > position:
+            return
+        self._candidate(node, qualified.replace("jax.numpy.", "jnp.").replace("jax.lax.", "lax."))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.MatrixMultiply):
+            if "jax" in (self.ctx.kind_of(node.left), self.ctx.kind_of(node.right)):
+                self._candidate(node, "'@'")
+
+    def finish(self) -> None:
+        for unit, found in self.candidates.items():
+            if unit in self.compares:
+                for node, op, statement in found:
+                    self.report(node, self.message.format(op=op), statement=statement)
+
+
+# ---------------------------------------------------------------------------------
+# JG906
+
+
+def _literal_float(node: cst.BaseExpression) -> float | None:
+    if isinstance(node, (cst.Float, cst.Integer)):
+        try:
+            return float(node.value.replace("_", ""))
+        except ValueError:
+            return None
+    return None
+
+
+@register
+class LowPrecisionFiniteDifference(Rule):
+    code = "JG906"
+    name = "low-precision-finite-difference"
+    message = "finite difference with step {eps} in float32: round-off (~1e-7 relative) swamps the difference; use jax.grad, jax.test_util.check_grads, or enable x64"
+    default_on = False
+    fix_kind = "suggest"
+    what = """
+        Flags a forward or central difference `(f(x + eps) - f(x)) / eps`,
+        `(f(x + eps) - f(x - eps)) / (2 * eps)` whose step `eps` is a literal (or a name bound
+        to one) below 1e-2, in a module that uses JAX and never enables x64.
+    """
+    why = """
+        In float32, `f(x + eps) - f(x)` has an absolute round-off error of about
+        `1e-7 * |f(x)|`; divided by `eps = 1e-4` that is an error of about `1e-3 * |f(x)|` in
+        the derivative, and with `eps = 1e-6` the estimate is mostly noise. Automatic
+        differentiation is exact up to round-off; a finite-difference check needs float64
+        (or a step near `sqrt(float32 eps) ~ 3e-4` and loose tolerances).
+    """
+    example = """
+        import jax.numpy as jnp
+
+        def derivative(f, x):
+            eps = 1e-5
+            return (f(x + eps) - f(x)) / eps
+    """
+    use_instead = """
+        import jax
+
+        def derivative(f, x):
+            return jax.grad(f)(x)
+    """
+    invalid = (
+        "import jax.numpy as jnp\ndef d(x):\n    return (jnp.sin(x + 1e-4) - jnp.sin(x)) / 1e-4\n",
+        "import jax.numpy as jnp\nH = 1e-6\ndef central(f, x):\n    return (f(x + H) - f(x - H)) / (2 * H)\n",
+        "import jax\nimport jax.numpy as jnp\nclass Check:\n    def slope(self, params):\n        h = 1e-3\n"
+        "        return (self.loss(params + h) - self.loss(params)) / h\n",
+    )
+    valid = (
+        "import jax.numpy as jnp\ndef d(f, x):\n    return (f(x + 0.1) - f(x)) / 0.1\n",
+        "import numpy as np\ndef d(f, x):\n    return (f(x + 1e-6) - f(x)) / 1e-6\n",
+        "import jax\njax.config.update('jax_enable_x64', True)\ndef d(f, x):\n    return (f(x + 1e-6) - f(x)) / 1e-6\n",
+        "import jax.numpy as jnp\ndef d(f, x):\n    return (f(x + 1e-6) - g(x)) / 1e-6\n",
+        "import jax.numpy as jnp\ndef rate(a, b, dt):\n    return (a - b) / 1e-3\n",
+    )
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Divide):
+            return
+        difference = node.left
+        if not (isinstance(difference, cst.BinaryOperation) and isinstance(difference.operator, cst.Subtract)):
+            return
+        plus, other = difference.left, difference.right
+        if not (isinstance(plus, cst.Call) and isinstance(other, cst.Call)):
+            return
+        ctx = self.ctx
+        if ctx.code(plus.func).strip() != ctx.code(other.func).strip():
+            return
+        if len(plus.args) != 1 or len(other.args) != 1:
+            return
+        shifted, base = plus.args[0].value, other.args[0].value
+        if not (isinstance(shifted, cst.BinaryOperation) and isinstance(shifted.operator, cst.Add)):
+            return
+        x_code = ctx.code(shifted.left).strip()
+        step = shifted.right
+        step_code = ctx.code(step).strip()
+        base_code = ctx.code(base).strip()
+        central = False
+        if base_code != x_code:
+            if not (
+                isinstance(base, cst.BinaryOperation)
+                and isinstance(base.operator, cst.Subtract)
+                and ctx.code(base.left).strip() == x_code
+                and ctx.code(base.right).strip() == step_code
+            ):
+                return
+            central = True
+        divisor = node.right
+        divisor_code = ctx.code(divisor).strip().strip("()").replace(" ", "")
+        expected = {step_code.replace(" ", "")} | ({f"2*{step_code}", f"{step_code}*2", f"2.0*{step_code}"} if central else set())
+        if divisor_code not in {e.replace(" ", "") for e in expected}:
+            return
+        value = self._step_value(step)
+        if value is None or not (0 < value < 1e-2):
+            return
+        if "jax" not in ctx.module.code or module_x64_aware(ctx):
+            return
+        outer = ctx.statement_stack[0] if ctx.statement_stack else None
+        if outer is not None and "float64" in ctx.code(outer):
+            return  # the function works in float64 itself
+        self.report(node, self.message.format(eps=step_code))
+
+    def _step_value(self, step: cst.BaseExpression) -> float | None:
+        value = _literal_float(step)
+        if value is not None:
+            return value
+        if isinstance(step, cst.Name):
+            owner = self.ctx.scope.lookup(step.value)
+            values = owner.values.get(step.value, []) if owner is not None else []
+            if len(values) == 1 and values[0] is not None:
+                return _literal_float(values[0])
+        return None
+

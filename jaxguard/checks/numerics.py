@@ -1,0 +1,861 @@
+"""JG801-JG804: NaNs and numerically unstable expressions (sharp bits: "NaNs")."""
+
+from __future__ import annotations
+
+import os
+
+import libcst as cst
+
+from jaxguard.lint.engine import AddImport, ReplaceNode
+from jaxguard.lint.facts import keyword, literal_str, positional
+from jaxguard.lint.registry import Rule, register
+
+# ---------------------------------------------------------------------------------
+# shared helpers
+
+
+def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node
+
+
+def arg_code(ctx, node: cst.BaseExpression) -> str:
+    """`node` as a call argument: its own redundant parentheses dropped where that is safe."""
+    if getattr(node, "lpar", None) and not isinstance(node, (cst.Tuple, cst.GeneratorExp, cst.Yield)):
+        return cst.Module([]).code_for_node(strip_parens(node)).strip()
+    return ctx.code(node).strip()
+
+
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.Imaginary)
+
+
+def negated_code(ctx, node: cst.BaseExpression) -> str:
+    if isinstance(node, _ATOMS) and not getattr(node, "lpar", None):
+        return "-" + ctx.code(node).strip()
+    return "-(" + arg_code(ctx, node) + ")"
+
+
+def is_one(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Integer):
+        return node.value == "1"
+    if isinstance(node, cst.Float):
+        try:
+            return float(node.value) == 1.0
+        except ValueError:
+            return False
+    return False
+
+
+def module_ref(ctx, module: str) -> tuple[str, list] | None:
+    """How to spell `module` (jax.numpy, jax.nn, numpy) here, and the import to add if none.
+
+    Uses the module's existing alias (`jnp`, `nn`), or `<jax alias>.numpy`; adds
+    `import jax.numpy as jnp` / `import jax` only when the name is free.
+    """
+    alias = ctx.module_alias(module)
+    if alias is not None:
+        return alias, []
+    if module.startswith("jax."):
+        jax_alias = ctx.module_alias("jax")
+        if jax_alias is not None:
+            return jax_alias + module[3:], []
+    if module == "jax.numpy" and ctx.scope.lookup("jnp") is None:
+        return "jnp", [AddImport("import jax.numpy as jnp")]
+    if module.startswith("jax.") and ctx.scope.lookup("jax") is None:
+        return module, [AddImport("import jax")]
+    return None
+
+
+def same_module_ref(ctx, func: cst.BaseExpression, module: str) -> tuple[str, list] | None:
+    """`jnp.log` -> ("jnp", []): the spelling the call itself used for its module."""
+    if isinstance(func, cst.Attribute) and ctx.qualname(func.value) == module:
+        return ctx.code(func.value).strip(), []
+    return module_ref(ctx, module)
+
+
+# Families of functions: (module prefix, whether it counts outside traced code)
+_FAMILIES = (("jax.numpy.", True), ("jax.lax.", True), ("numpy.", False))
+
+
+def math_call(ctx, node: cst.BaseExpression, names: tuple[str, ...]) -> tuple[str, str] | None:
+    """If `node` is `jnp.<name>(x)` (or lax, or numpy inside traced code) with one plain
+    positional argument: (module, name)."""
+    if not isinstance(node, cst.Call):
+        return None
+    qualified = ctx.qualname(node.func)
+    if qualified is None:
+        return None
+    module, _, name = qualified.rpartition(".")
+    if name not in names:
+        return None
+    for prefix, everywhere in _FAMILIES:
+        if module + "." == prefix and (everywhere or ctx.in_traced):
+            if len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
+                return module, name
+    return None
+
+
+def only_arg(call: cst.Call) -> cst.BaseExpression:
+    return call.args[0].value
+
+
+# ---------------------------------------------------------------------------------
+# JG801
+
+NAN_CONSTANTS = frozenset(
+    {"jax.numpy.nan", "numpy.nan", "numpy.NaN", "numpy.NAN", "math.nan", "torch.nan"}
+)
+
+
+def nan_source(ctx, node: cst.BaseExpression) -> str | None:
+    """'jax.numpy' / 'numpy' / 'python' if `node` is a NaN constant, else None."""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        qualified = ctx.qualname(node)
+        if qualified in NAN_CONSTANTS:
+            return qualified.rpartition(".")[0] if qualified.startswith(("jax.numpy", "numpy")) else "python"
+        return None
+    if isinstance(node, cst.Call) and len(node.args) == 1 and node.args[0].keyword is None:
+        qualified = ctx.qualname(node.func)
+        text = literal_str(node.args[0].value)
+        if text is not None and text.strip().lower() in ("nan", "+nan", "-nan"):
+            if qualified == "builtins.float":
+                return "python"
+            module, _, name = (qualified or "").rpartition(".")
+            if module in ("jax.numpy", "numpy") and name in ("float16", "float32", "float64", "bfloat16", "float_"):
+                return module
+    return None
+
+
+@register
+class NanEquality(Rule):
+    code = "JG801"
+    name = "nan-equality"
+    message = "comparing with NaN using '{op}' is always {result}: NaN is not equal to anything, itself included; use {fix}"
+    fix_kind = "autofix"
+    what = "Flags `==` / `!=` comparisons against a NaN constant: `jnp.nan`, `np.nan`, `math.nan`, `float(\"nan\")`."
+    why = """
+        IEEE 754 NaN compares unequal to everything, including another NaN: `x == jnp.nan` is
+        False for every element and `x != jnp.nan` is True for every element, so a NaN check
+        written this way never finds a NaN (and a mask built from it selects everything or
+        nothing). `jnp.isnan(x)` tests for NaN.
+    """
+    example = """
+        import jax.numpy as jnp
+
+        def drop_nans(values):
+            bad = values == jnp.nan
+            return jnp.where(bad, 0.0, values)
+    """
+    use_instead = """
+        import jax.numpy as jnp
+
+        def drop_nans(values):
+            bad = jnp.isnan(values)
+            return jnp.where(bad, 0.0, values)
+    """
+    fix_safety = """
+        The fix turns `x == NAN` into `isnan(x)` and `x != NAN` into `~isnan(x)`. This changes
+        the comparison's result on NaN inputs, deliberately: the original is constant, and the
+        fix is what it was meant to test. `isnan` is taken from the module the NaN came from
+        (`np.nan` -> `np.isnan`, `jnp.nan` -> `jnp.isnan`, everything inside traced code ->
+        `jnp.isnan`, adding `import jax.numpy as jnp` only if the name is free), so the result
+        keeps its array type; it is marked safe. For `math.nan` / `float("nan")` outside
+        traced code the result type may change (a Python float compared gives `bool`, `isnan`
+        an array scalar), so that fix is unsafe. Chained comparisons are reported without a fix.
+    """
+    invalid = (
+        "import numpy as np\nimport jax\n@jax.jit\ndef f(x):\n    return jax.numpy.where(x != np.nan, x, 0.0)\n",
+        "import math\ndef check(loss):\n    if loss == math.nan:\n        raise ValueError('nan loss')\n",
+        "import jax.numpy as jnp\nmask = float('nan') == jnp.zeros(3)\n",
+        "from numpy import nan\nimport numpy as np\nbad = np.sum(np.asarray([1.0]) == nan)\n",
+        # flax style: a method of a module
+        "import flax.linen as nn\nimport jax.numpy as jnp\nclass Head(nn.Module):\n"
+        "    @nn.compact\n    def __call__(self, x):\n        return jnp.where(x == jnp.float32('nan'), 0.0, x)\n",
+    )
+    valid = (
+        "import jax.numpy as jnp\ndef f(x):\n    return jnp.isnan(x)\n",
+        "import jax.numpy as jnp\ndef f(x):\n    return x != x\n",
+        "import numpy as np\nnan = 3.0\ndef f(x):\n    return x == nan\n",
+        "import jax.numpy as jnp\ndef f(x):\n    return x is jnp.nan or jnp.allclose(x, jnp.nan, equal_nan=True)\n",
+        "import jax.numpy as jnp\nfrom jax import tree_util\ndef finite(tree):\n"
+        "    return tree_util.tree_map(lambda leaf: jnp.isfinite(leaf).all(), tree)\n",
+    )
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        ctx = self.ctx
+        left = node.left
+        for index, target in enumerate(node.comparisons):
+            if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+                left = target.comparator
+                continue
+            right = target.comparator
+            source, other = nan_source(ctx, right), left
+            if source is None:
+                source, other = nan_source(ctx, left), right
+            if source is not None and nan_source(ctx, other) is None:
+                equal = isinstance(target.operator, cst.Equal)
+                fix = self._fix(node, other, source, equal) if len(node.comparisons) == 1 else None
+                suggestion = ("isnan(x)" if equal else "~isnan(x)")
+                self.report(
+                    node,
+                    self.message.format(op="==" if equal else "!=", result="False" if equal else "True", fix=suggestion),
+                    fix,
+                )
+                return
+            left = target.comparator
+
+    def _fix(self, node: cst.Comparison, operand: cst.BaseExpression, source: str, equal: bool):
+        ctx = self.ctx
+        safe = True
+        if ctx.in_traced or source == "jax.numpy":
+            ref = module_ref(ctx, "jax.numpy")
+        elif source == "numpy":
+            ref = module_ref(ctx, "numpy")
+        else:
+            safe = False
+            ref = module_ref(ctx, "jax.numpy") if ctx.module_alias("jax.numpy") else module_ref(ctx, "numpy")
+        if ref is None:
+            return None
+        prefix, steps = ref
+        text = f"{'' if equal else '~'}{prefix}.isnan({arg_code(ctx, operand)})"
+        return [ReplaceNode(node, text), *steps], safe, f"use {prefix}.isnan()"
+
+
+# ---------------------------------------------------------------------------------
+# JG802
+
+# value-producing functions whose derivative is infinite or NaN somewhere in their domain
+_HAZARD_FUNCS = frozenset(
+    {
+        "log", "log2", "log10", "log1p", "sqrt", "cbrt", "rsqrt", "arcsin", "arccos", "arctanh",
+        "arccosh", "reciprocal", "power", "float_power", "divide", "true_divide", "div", "pow",
+        "asin", "acos", "atanh", "acosh", "xlogy", "xlog1py", "entr",
+    }
+)
+_HAZARD_MODULES = ("jax.numpy.", "jax.lax.", "jax.scipy.special.")
+# functions that make an operand safe: the double-where pattern and clamping
+_GUARDS = frozenset(
+    {
+        "jax.numpy.where", "jax.lax.select", "jax.numpy.maximum", "jax.numpy.clip", "jax.numpy.fmax",
+        "jax.lax.max", "jax.lax.clamp", "jax.numpy.minimum", "jax.lax.stop_gradient",
+        "jax.numpy.nan_to_num",
+    }
+)
+_WHERE = frozenset({"jax.numpy.where", "jax.lax.select"})
+
+
+def _variables(ctx, node: cst.CSTNode) -> set[str]:
+    """Dotted names of the variables an expression reads (modules and functions excluded)."""
+    found: set[str] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> bool:
+            for arg in call.args:
+                arg.value.visit(self)
+            if isinstance(call.func, cst.Attribute):
+                call.func.value.visit(self)  # x.sum(): x is read
+            return False
+
+        def visit_Attribute(self, attr: cst.Attribute) -> bool:
+            dotted = _dotted_name(attr)
+            if dotted is not None and _is_variable(ctx, attr):
+                found.add(dotted)
+                root = dotted.split(".")[0]
+                found.add(root)
+                return False
+            return True
+
+        def visit_Name(self, name: cst.Name) -> None:
+            if _is_variable(ctx, name):
+                found.add(name.value)
+
+    node.visit(_Collect())
+    return found
+
+
+def _dotted_name(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted_name(node.value)
+        return None if base is None else f"{base}.{node.attr.value}"
+    return None
+
+
+def _is_variable(ctx, node: cst.BaseExpression) -> bool:
+    root = node
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name) or root.value in ("True", "False", "None"):
+        return False
+    owner = ctx.scope.lookup(root.value)
+    if owner is None:
+        return False  # builtins, or unknown globals
+    return root.value not in owner.imports and root.value not in owner.defs and root.value not in owner.classes
+
+
+@register
+class WhereGradNan(Rule):
+    code = "JG802"
+    name = "where-grad-nan"
+    message = (
+        "jnp.where does not stop {op} of '{operand}' from being evaluated (and differentiated) where "
+        "the condition excludes it: its gradient is NaN there; also guard the operand "
+        "(double-where: {operand_short}_safe = jnp.where(cond, {operand_short}, 1.0))"
+    )
+    fix_kind = "suggest"
+    what = """
+        Flags `jnp.where(cond, a, b)` (and `lax.select`) where a branch applies `log`, `sqrt`,
+        a division, `arcsin`/`arccos`/`arctanh`, or a fractional or negative power to an operand
+        that the condition is testing, without guarding the operand itself.
+    """
+    why = """
+        Both branches of `jnp.where` are computed for every element; the condition only picks
+        which value to keep. In reverse-mode differentiation the untaken branch's gradient is
+        multiplied by zero, but `0 * inf` and `0 * nan` are NaN: `jnp.where(x > 0, jnp.log(x), 0.)`
+        has a NaN gradient at `x = 0` even though the value is fine. Put a second `where` on
+        the operand so that the unsafe function never sees a bad value (the "double-where"
+        trick from the JAX FAQ).
+    """
+    example = """
+        import jax.numpy as jnp
+
+        def safe_log(x):
+            return jnp.where(x > 0, jnp.log(x), 0.0)
+    """
+    use_instead = """
+        import jax.numpy as jnp
+
+        def safe_log(x):
+            x_safe = jnp.where(x > 0, x, 1.0)
+            return jnp.where(x > 0, jnp.log(x_safe), 0.0)
+    """
+    references = ("https://docs.jax.dev/en/latest/faq.html#gradients-contain-nan-where-using-where",)
+    invalid = (
+        # entropy term: x * log(x)
+        "import jax.numpy as jnp\ndef entropy(p):\n    return -jnp.sum(jnp.where(p > 0, p * jnp.log(p), 0.0))\n",
+        # sinc: division in the false branch
+        "import jax.numpy as jnp\ndef sinc(x):\n    return jnp.where(x == 0, 1.0, jnp.sin(x) / x)\n",
+        # optax style: a norm under sqrt, from a closure
+        "import jax\nimport jax.numpy as jnp\ndef scale_by_norm():\n    def update_fn(updates, state):\n"
+        "        sq = jnp.sum(updates ** 2)\n        return jnp.where(sq > 0, updates / jnp.sqrt(sq), updates), state\n"
+        "    return update_fn\n",
+        # equinox style: a method, power with a fractional exponent, lax.select
+        "import equinox as eqx\nimport jax.numpy as jnp\nfrom jax import lax\nclass Dist(eqx.Module):\n"
+        "    def __call__(self, d):\n        return lax.select(d > 0, d ** 0.5, jnp.zeros_like(d))\n",
+        "import jax.numpy as jnp\ndef f(self, x):\n    return jnp.where(self.count > 0, x / self.count, x)\n",
+    )
+    valid = (
+        # the double-where pattern, inline
+        "import jax.numpy as jnp\ndef f(x):\n    return jnp.where(x > 0, jnp.log(jnp.where(x > 0, x, 1.0)), 0.0)\n",
+        # clamped operand
+        "import jax.numpy as jnp\ndef f(x):\n    return jnp.where(x > 1e-6, jnp.sqrt(jnp.maximum(x, 1e-6)), 0.0)\n",
+        # condition unrelated to the operand
+        "import jax.numpy as jnp\ndef f(mask, logits, p):\n    return jnp.where(mask, jnp.log(p), -jnp.inf)\n",
+        # numpy where: no gradients
+        "import numpy as np\ndef f(x):\n    return np.where(x > 0, np.log(x), 0.0)\n",
+        # integer power is smooth everywhere
+        "import jax.numpy as jnp\ndef f(x):\n    return jnp.where(x > 0, x ** 2, 0.0)\n",
+        # double-where through a name (flax style method)
+        "import flax.linen as nn\nimport jax.numpy as jnp\nclass L(nn.Module):\n    def __call__(self, x):\n"
+        "        ok = x > 0\n        x_safe = jnp.where(ok, x, 1.0)\n        return jnp.where(ok, jnp.log(x_safe), 0.0)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if ctx.qualname(node.func) not in _WHERE:
+            return
+        args = positional(node)
+        if len(args) != 3 or len(node.args) != 3:
+            return
+        condition_vars = _variables(ctx, args[0])
+        if not condition_vars:
+            return
+        for branch in args[1:]:
+            found = self._hazard(branch, condition_vars)
+            if found is not None:
+                op, operand = found
+                text = arg_code(ctx, operand)
+                short = text if isinstance(operand, (cst.Name, cst.Attribute)) else "x"
+                short = short.replace(".", "_")
+                if len(text) > 40:
+                    text = text[:37] + "..."
+                self.report(node, self.message.format(op=op, operand=text, operand_short=short))
+                return
+
+    def _hazard(self, branch: cst.BaseExpression, condition_vars: set[str]):
+        """The first (operation, operand) in `branch` with an unguarded operand the condition tests."""
+        ctx = self.ctx
+        rule = self
+        found: list = []
+
+        class _Search(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> bool:
+                qualified = ctx.qualname(call.func) or ""
+                if qualified in _GUARDS:
+                    return False
+                module, _, name = qualified.rpartition(".")
+                if (module + ".") in _HAZARD_MODULES and name in _HAZARD_FUNCS:
+                    args = positional(call)
+                    if name in ("power", "float_power", "pow"):
+                        if len(args) == 2 and _unsafe_exponent(args[1]):
+                            rule._consider(name, args[0], condition_vars, found)
+                    elif name in ("divide", "true_divide", "div"):
+                        if len(args) == 2:
+                            rule._consider("division", args[1], condition_vars, found)
+                    elif name in ("xlogy", "xlog1py"):
+                        if len(args) == 2:
+                            rule._consider(name, args[1], condition_vars, found)
+                    elif args:
+                        rule._consider(name, args[0], condition_vars, found)
+                return not found
+
+            def visit_BinaryOperation(self, op: cst.BinaryOperation) -> bool:
+                if isinstance(op.operator, cst.Divide):
+                    rule._consider("division", op.right, condition_vars, found)
+                elif isinstance(op.operator, cst.Power) and _unsafe_exponent(op.right):
+                    rule._consider("power", op.left, condition_vars, found)
+                return not found
+
+            def visit_Lambda(self, node: cst.Lambda) -> bool:
+                return False
+
+        branch.visit(_Search())
+        return found[0] if found else None
+
+    def _consider(self, op: str, operand: cst.BaseExpression, condition_vars: set[str], found: list) -> None:
+        if found or self._guarded(operand):
+            return
+        if _is_constant(operand):
+            return
+        if _variables(self.ctx, operand) & condition_vars:
+            found.append((op, operand))
+
+    def _guarded(self, operand: cst.BaseExpression) -> bool:
+        ctx = self.ctx
+        if isinstance(operand, cst.Call) and ctx.qualname(operand.func) in _GUARDS:
+            return True
+        if isinstance(operand, cst.Name):
+            owner = ctx.scope.lookup(operand.value)
+            values = owner.values.get(operand.value, []) if owner is not None else []
+            return any(
+                isinstance(v, cst.Call) and ctx.facts.qualname(v.func, owner) in _GUARDS for v in values
+            )
+        return False
+
+
+def _is_constant(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Integer, cst.Float)) or (
+        isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float))
+    )
+
+
+def _unsafe_exponent(node: cst.BaseExpression) -> bool:
+    """A literal exponent with a singular derivative at 0: fractional (0.5) or negative."""
+    value = None
+    if isinstance(node, (cst.Integer, cst.Float)):
+        value = float(node.value)
+    elif isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float)):
+        value = float(node.expression.value)
+        value = -value if isinstance(node.operator, cst.Minus) else value
+    elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return _is_constant(node.left) and _is_constant(node.right)  # x ** (1 / 3)
+    if value is None:
+        return False
+    return value < 0 or (value != int(value) and value < 1)
+
+
+# ---------------------------------------------------------------------------------
+# JG803
+
+_SOFTMAX_MODULES = ("jax.nn", "flax.linen", "flax.nnx", "flax.linen.activation")
+
+
+@register
+class UnstableNumerics(Rule):
+    code = "JG803"
+    name = "unstable-numerics"
+    message = "{original} loses precision or overflows; use {better}"
+    fix_kind = "autofix"
+    what = """
+        Flags numerically unstable formulas that have a stable library function:
+        `log(1 + x)` -> `log1p(x)`, `log(1 - x)` -> `log1p(-x)`, `exp(x) - 1` -> `expm1(x)`,
+        `log(1 + exp(x))` -> `jax.nn.softplus(x)`, `log(sum(exp(x)))` -> `jax.nn.logsumexp(x)`,
+        `log(exp(a) + exp(b))` -> `logaddexp(a, b)`, `log(softmax(x))` -> `jax.nn.log_softmax(x)`,
+        `log(sigmoid(x))` -> `jax.nn.log_sigmoid(x)`, `1 / (1 + exp(-x))` -> `jax.nn.sigmoid(x)`.
+        Functions are matched by qualified name (`jax.numpy`, `jax.lax`, `jax.nn`, flax's
+        re-exports; `numpy` only inside traced code).
+    """
+    why = """
+        In float32 (JAX's default) `1 + x` rounds away every `x` below about 6e-8, so
+        `log(1 + x)` is 0 where `log1p(x)` is accurate; `exp(x) - 1` cancels the same way.
+        `exp(x)` overflows to `inf` above about 88 in float32, so `log(sum(exp(x)))` and
+        `log(softmax(x))` give `inf`/`-inf` and NaN gradients where `logsumexp` and
+        `log_softmax` subtract the maximum first and stay finite.
+    """
+    example = """
+        import jax
+        import jax.numpy as jnp
+
+        def nll(logits, targets, rates):
+            log_probs = jnp.log(jax.nn.softmax(logits, axis=-1))
+            growth = jnp.log(1 + rates)
+            decay = jnp.exp(-rates) - 1
+            norm = jnp.log(jnp.sum(jnp.exp(logits), axis=-1))
+            return -(log_probs * targets).sum() + (growth * decay).sum() + norm.sum()
+    """
+    use_instead = """
+        import jax
+        import jax.numpy as jnp
+
+        def nll(logits, targets, rates):
+            log_probs = jax.nn.log_softmax(logits, axis=-1)
+            growth = jnp.log1p(rates)
+            decay = jnp.expm1(-rates)
+            norm = jax.nn.logsumexp(logits, axis=-1)
+            return -(log_probs * targets).sum() + (growth * decay).sum() + norm.sum()
+    """
+    fix_safety = """
+        Each rewrite computes the same mathematical function, more accurately, using the
+        module's existing import aliases (an import is added only when no alias exists).
+        Only calls with the plain arguments the replacement also takes are rewritten
+        (`axis`/`keepdims` of a sum, `axis`/`where` of a softmax); others are reported
+        without a fix. `1 / (1 + exp(-x))` -> `jax.nn.sigmoid(x)` is unsafe: `jax.nn.sigmoid`
+        rejects integer inputs that the original formula accepted. Formulas written with
+        numpy (inside traced code) are rewritten within numpy (`np.log1p`, `np.expm1`,
+        `np.logaddexp`) or only reported.
+    """
+    invalid = (
+        "import jax.numpy as jnp\ndef f(x):\n    return jnp.log(x + 1.0)\n",
+        "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef gate(z):\n    return 1.0 / (1.0 + jnp.exp(-z))\n",
+        "from jax.numpy import exp, log, sum as jsum\ndef lse(v):\n    return log(jsum(exp(v)))\n",
+        # numpy inside a jitted function
+        "import jax\nimport numpy as np\n@jax.jit\ndef f(x):\n    return np.log(1 - x)\n",
+        # flax style: a module's method, softmax from flax.linen
+        "import flax.linen as nn\nimport jax.numpy as jnp\nclass Classifier(nn.Module):\n    @nn.compact\n"
+        "    def __call__(self, x):\n        logits = nn.Dense(10)(x)\n        return jnp.log(nn.softmax(logits))\n",
+        # optax style: softplus written by hand in a closure
+        "import jax.numpy as jnp\ndef make_loss():\n    def loss(margin):\n        return jnp.log(1 + jnp.exp(-margin)).mean()\n    return loss\n",
+        "import jax.numpy as jnp\ndef f(a, b):\n    return jnp.log(jnp.exp(a) + jnp.exp(b))\n",
+    )
+    valid = (
+        "import jax.numpy as jnp\ndef f(x):\n    return jnp.log1p(x) + jnp.expm1(x)\n",
+        "import numpy as np\ndef host(x):\n    return np.log(1 + x)\n",
+        "import jax.numpy as jnp\ndef f(x):\n    return jnp.log(2 + x) + jnp.exp(x) - 2 + jnp.log(jnp.sum(x))\n",
+        "import math\ndef f(x):\n    return math.log(1 + x)\n",
+        "import jax\nimport jax.numpy as jnp\ndef f(x):\n    return jax.nn.log_softmax(x) + jax.nn.logsumexp(x)\n",
+        # a local function named log is not jnp.log
+        "import jax.numpy as jnp\ndef log(v):\n    return v\ndef f(x):\n    return log(1 + x)\n",
+    )
+
+    # log(...) patterns -----------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        found = math_call(ctx, node, ("log", "log1p"))
+        if found is None:
+            return
+        module, name = found
+        arg = only_arg(node)
+        if name == "log1p":
+            inner = math_call(ctx, arg, ("exp",))
+            if inner is not None:
+                self._softplus(node, only_arg(arg), module, f"{name}(exp(x))")
+            return
+        if isinstance(arg, cst.BinaryOperation):
+            self._log_of_sum(node, arg, module)
+            return
+        if isinstance(arg, cst.Call):
+            self._log_of_call(node, arg, module)
+
+    def _log_of_sum(self, node: cst.Call, arg: cst.BinaryOperation, module: str) -> None:
+        ctx = self.ctx
+        if isinstance(arg.operator, cst.Add):
+            if is_one(arg.left) or is_one(arg.right):
+                other = arg.right if is_one(arg.left) else arg.left
+                if math_call(ctx, other, ("exp",)) is not None:
+                    self._softplus(node, only_arg(other), module, "log(1 + exp(x))")
+                    return
+                self._same_module(node, module, "log1p", arg_code(ctx, other), "log(1 + x)")
+                return
+            left, right = math_call(ctx, arg.left, ("exp",)), math_call(ctx, arg.right, ("exp",))
+            if left is not None and right is not None and left[0] == right[0] == module:
+                a, b = arg_code(ctx, only_arg(arg.left)), arg_code(ctx, only_arg(arg.right))
+                self._same_module(node, module, "logaddexp", f"{a}, {b}", "log(exp(a) + exp(b))", lax_ok=False)
+        elif isinstance(arg.operator, cst.Subtract) and is_one(arg.left):
+            self._same_module(node, module, "log1p", negated_code(ctx, arg.right), "log(1 - x)")
+
+    def _same_module(self, node, module: str, func: str, args: str, original: str, lax_ok: bool = True, call=None) -> None:
+        ctx = self.ctx
+        call = node if call is None else call
+        if module == "jax.lax" and not lax_ok:
+            module = "jax.numpy"
+        ref = same_module_ref(ctx, call.func, module) if module != "numpy" else (
+            (ctx.code(call.func.value).strip(), []) if isinstance(call.func, cst.Attribute) else None
+        )
+        short = {"jax.numpy": "jnp", "jax.lax": "lax", "numpy": "np"}[module]
+        better = f"{short}.{func}({'a, b' if func == 'logaddexp' else ('-x' if original == 'log(1 - x)' else 'x')})"
+        fix = None
+        if ref is not None:
+            prefix, steps = ref
+            fix = ([ReplaceNode(node, f"{prefix}.{func}({args})"), *steps], True, f"use {prefix}.{func}")
+        self.report(node, self.message.format(original=original, better=better), fix)
+
+    def _softplus(self, node: cst.Call, x: cst.BaseExpression, module: str, original: str) -> None:
+        fix = None
+        if module != "numpy":
+            fix = self._nn_fix(node, "softplus", arg_code(self.ctx, x), safe=True)
+        self.report(node, self.message.format(original=original, better="jax.nn.softplus(x)"), fix)
+
+    def _nn_fix(self, node, func: str, args: str, safe: bool, nn_func: cst.BaseExpression | None = None):
+        ctx = self.ctx
+        ref = None
+        if isinstance(nn_func, cst.Attribute):
+            module = ctx.qualname(nn_func.value)
+            if module in _SOFTMAX_MODULES:
+                ref = (ctx.code(nn_func.value).strip(), [])
+        if ref is None:
+            ref = module_ref(ctx, "jax.nn")
+        if ref is None:
+            return None
+        prefix, steps = ref
+        return [ReplaceNode(node, f"{prefix}.{func}({args})"), *steps], safe, f"use {prefix}.{func}"
+
+    def _log_of_call(self, node: cst.Call, arg: cst.Call, module: str) -> None:
+        ctx = self.ctx
+        qualified = ctx.qualname(arg.func) or ""
+        owner, _, name = qualified.rpartition(".")
+        # log(softmax(x)) / log(sigmoid(x))
+        if owner in _SOFTMAX_MODULES and name in ("softmax", "sigmoid") and module != "numpy":
+            better = "log_softmax" if name == "softmax" else "log_sigmoid"
+            allowed = ("axis", "where") if name == "softmax" else ()
+            fix = None
+            if all(a.keyword is None or a.keyword.value in allowed for a in arg.args) and not any(a.star for a in arg.args):
+                args = ", ".join(_arg_text(ctx, a) for a in arg.args)
+                fix = self._nn_fix(node, better, args, safe=True, nn_func=arg.func)
+            self.report(node, self.message.format(original=f"log({name}(x))", better=f"jax.nn.{better}(x)"), fix)
+            return
+        # log(sum(exp(x))), log(exp(x).sum())
+        exp_call, sum_args = None, None
+        if name == "sum" and owner == module and positional(arg):
+            exp_call = positional(arg)[0]
+            sum_args = [a for a in arg.args if a.value is not exp_call]
+        elif isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "sum" and ctx.qualname(arg.func) is None:
+            exp_call = arg.func.value
+            sum_args = list(arg.args)
+        if exp_call is None or math_call(ctx, exp_call, ("exp",)) is None:
+            return
+        if math_call(ctx, exp_call, ("exp",))[0] != module:
+            return
+        fix = None
+        if module != "numpy":
+            fix_args = _sum_args(ctx, sum_args)
+            if fix_args is not None:
+                x = arg_code(ctx, only_arg(exp_call))
+                fix = self._nn_fix(node, "logsumexp", ", ".join([x, *fix_args]), safe=True)
+        self.report(node, self.message.format(original="log(sum(exp(x)))", better="jax.nn.logsumexp(x)"), fix)
+
+    # binary-operation patterns -----------------------------------------------------
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        ctx = self.ctx
+        if isinstance(node.operator, cst.Subtract) and is_one(node.right):
+            found = math_call(ctx, node.left, ("exp",))
+            if found is not None:
+                x = arg_code(ctx, only_arg(node.left))
+                self._same_module(node, found[0], "expm1", x, "exp(x) - 1", call=node.left)
+            return
+        if not isinstance(node.operator, cst.Divide):
+            return
+        # 1 / (1 + exp(-x))  and  exp(x) / (1 + exp(x))
+        denominator = node.right
+        if not (isinstance(denominator, cst.BinaryOperation) and isinstance(denominator.operator, cst.Add)):
+            return
+        if is_one(denominator.left):
+            term = denominator.right
+        elif is_one(denominator.right):
+            term = denominator.left
+        else:
+            return
+        found = math_call(ctx, term, ("exp",))
+        if found is None:
+            return
+        exponent = only_arg(term)
+        x = None
+        if is_one(node.left):
+            if isinstance(exponent, cst.UnaryOperation) and isinstance(exponent.operator, cst.Minus):
+                x = exponent.expression
+        else:
+            numerator = math_call(ctx, node.left, ("exp",))
+            if numerator is not None and ctx.code(only_arg(node.left)).strip() == ctx.code(exponent).strip():
+                x = exponent
+        if x is None:
+            return
+        fix = None
+        if found[0] != "numpy":
+            fix = self._nn_fix(node, "sigmoid", arg_code(ctx, x), safe=False)
+        self.report(node, self.message.format(original="1 / (1 + exp(-x))", better="jax.nn.sigmoid(x)"), fix)
+
+
+def _arg_text(ctx, arg: cst.Arg) -> str:
+    value = arg_code(ctx, arg.value)
+    return f"{arg.keyword.value}={value}" if arg.keyword is not None else value
+
+
+def _sum_args(ctx, args: list[cst.Arg]) -> list[str] | None:
+    """`axis`/`keepdims` of a sum as logsumexp keywords; None if anything else is passed."""
+    result = []
+    for index, arg in enumerate(args):
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if index != 0:
+                return None
+            result.append(f"axis={arg_code(ctx, arg.value)}")
+        elif arg.keyword.value in ("axis", "keepdims"):
+            result.append(_arg_text(ctx, arg))
+        else:
+            return None
+    return result
+
+
+# ---------------------------------------------------------------------------------
+# JG804
+
+DEBUG_OPTIONS = frozenset({"jax_debug_nans", "jax_debug_infs", "jax_disable_jit"})
+_TRUE_LITERALS = ("True", "1")
+
+
+def is_test_path(path: str) -> bool:
+    normalized = path.replace("\\", "/")
+    base = os.path.basename(normalized)
+    if base == "conftest.py" or base.startswith("test_") or base.endswith("_test.py") or base.endswith("_tests.py"):
+        return True
+    parts = normalized.split("/")[:-1]
+    return any(part in ("tests", "test", "testing") for part in parts)
+
+
+def is_true_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value == "True"
+    if isinstance(node, cst.Integer):
+        return node.value != "0"
+    text = literal_str(node)
+    return text is not None and text.strip().lower() in ("1", "true", "yes", "on")
+
+
+def is_main_guard(node: cst.If) -> bool:
+    test = node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    return (
+        isinstance(test.comparisons[0].operator, cst.Equal)
+        and any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides)
+        and any(literal_str(s) == "__main__" for s in sides)
+    )
+
+
+@register
+class DebugFlagCommitted(Rule):
+    code = "JG804"
+    name = "debug-flag-committed"
+    message = "{what} in library code slows every caller down (debugging aid); enable it from a test, a script's __main__ block or the environment"
+    default_on = False
+    what = """
+        Flags `jax.config.update("jax_debug_nans" / "jax_debug_infs" / "jax_disable_jit", True)`,
+        the same set through `os.environ["JAX_DEBUG_NANS"]`, and `jax.disable_jit()`, in
+        library code. Test files (`test_*.py`, `*_test.py`, files under `tests/`),
+        `conftest.py` and `if __name__ == "__main__":` blocks are never flagged.
+    """
+    why = """
+        The NaN/Inf checkers pull every value back to the host and re-run jitted functions
+        op by op when they fire, and `disable_jit` runs everything eagerly: useful while
+        debugging, a large slowdown when left in code that others import.
+    """
+    example = """
+        import jax
+
+        jax.config.update("jax_debug_nans", True)
+
+        def train_step(params, batch):
+            return params
+    """
+    use_instead = """
+        import jax
+
+        def train_step(params, batch):
+            return params
+
+        if __name__ == "__main__":
+            jax.config.update("jax_debug_nans", True)
+    """
+    invalid = (
+        "from jax import config\nconfig.update('jax_disable_jit', 1)\n",
+        "import jax\ndef run(f, x):\n    with jax.disable_jit():\n        return f(x)\n",
+        "import os\nos.environ['JAX_DEBUG_NANS'] = 'True'\nimport jax\n",
+        "import jax\nclass Trainer:\n    def __init__(self):\n        jax.config.update('jax_debug_infs', True)\n",
+    )
+    valid = (
+        "import jax\nif __name__ == '__main__':\n    jax.config.update('jax_debug_nans', True)\n",
+        "import jax\njax.config.update('jax_debug_nans', False)\njax.config.update('jax_enable_x64', True)\n",
+        "import jax\ndef configure(debug):\n    jax.config.update('jax_debug_nans', debug)\n",
+        "import jax\nwith jax.disable_jit(False):\n    pass\n",
+        "import jax\ndef main():\n    jax.config.update('jax_debug_nans', True)\nif __name__ == '__main__':\n    main()\n",
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.main_depth = 0
+        self.skip = is_test_path(ctx.path)
+
+    def visit_If(self, node: cst.If) -> None:
+        if is_main_guard(node):
+            self.main_depth += 1
+
+    def leave_If(self, original_node: cst.If) -> None:
+        if is_main_guard(original_node):
+            self.main_depth -= 1
+
+    def _is_main_function(self, node: cst.FunctionDef) -> bool:
+        scope = self.ctx.facts.scopes.get(node)
+        return node.name.value == "main" and scope is not None and scope.parent is not None and scope.parent.kind == "module"
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._is_main_function(node):
+            self.main_depth += 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self._is_main_function(original_node):
+            self.main_depth -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.skip or self.main_depth:
+            return
+        ctx = self.ctx
+        qualified = ctx.qualname(node.func)
+        if qualified == "jax.config.update":
+            args = positional(node)
+            if len(args) == 2 and literal_str(args[0]) in DEBUG_OPTIONS and is_true_literal(args[1]):
+                self.report(node, self.message.format(what=f"jax.config.update({literal_str(args[0])!r}, True)"))
+        elif qualified == "jax.disable_jit":
+            value = positional(node)[0] if positional(node) else keyword(node, "disable")
+            if value is None or is_true_literal(value):
+                self.report(node, self.message.format(what="jax.disable_jit()"))
+        elif qualified in ("os.environ.setdefault", "os.putenv"):
+            args = positional(node)
+            if len(args) == 2 and (literal_str(args[0]) or "").lower() in DEBUG_OPTIONS and is_true_literal(args[1]):
+                self.report(node, self.message.format(what=f"setting {literal_str(args[0])}"))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.skip or self.main_depth:
+            return
+        for target in node.targets:
+            subscript = target.target
+            if isinstance(subscript, cst.Subscript) and self.ctx.qualname(subscript.value) == "os.environ":
+                key = environ_key(subscript)
+                if key is not None and key.lower() in DEBUG_OPTIONS and is_true_literal(node.value):
+                    self.report(node, self.message.format(what=f"setting {key}"))
+
+
+def environ_key(subscript: cst.Subscript) -> str | None:
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return None
+    return literal_str(subscript.slice[0].slice.value)
