@@ -1,0 +1,1040 @@
+"""JG106-JG110 and JG701: tracing, control flow, recompilation (sharp bits: "Control Flow").
+
+JG106-JG108 read the traced-ness dataflow of `jaxguard.lint.traced`: only values that are
+traced on the path (derived from a non-static argument of a jit/vmap/pmap/lax body) are
+flagged; `jax.grad` alone allows Python control flow.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from jaxguard.lint import kinds
+from jaxguard.lint.facts import (
+    GRAD_TRANSFORMS,
+    JIT_TRANSFORMS,
+    TRACING_TRANSFORMS,
+    FunctionInfo,
+    argument,
+    keyword,
+    literal_int,
+    positional,
+)
+from jaxguard.lint.registry import Rule, register
+from jaxguard.lint.traced import NONE, TracedFlow, call_tail, describe, static_hint
+
+
+def _short(ctx, node: cst.CSTNode, limit: int = 40) -> str:
+    text = " ".join(ctx.code(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _by(ctx) -> str:
+    function = ctx.function
+    by = function.traced_by if function is not None and function.traced_by else "jax.jit"
+    return by.rsplit(".", 1)[-1]
+
+
+def _static_or(origins, ctx) -> str:
+    hint = static_hint(origins, ctx.function)
+    if not hint:
+        return ""
+    return f", or make it a compile-time constant with {hint}"
+
+
+def _subtree(node: cst.CSTNode) -> set[cst.CSTNode]:
+    found: set[cst.CSTNode] = set()
+
+    class _Collect(cst.CSTVisitor):
+        def on_visit(self, child: cst.CSTNode) -> bool:
+            found.add(child)
+            return True
+
+    node.visit(_Collect())
+    return found
+
+
+class _TracedRule(Rule):
+    """Shared: the origins of an expression in the current traced function."""
+
+    def origins(self, node: cst.BaseExpression | None) -> frozenset[str]:
+        if node is None or not self.ctx.in_traced:
+            return NONE
+        return TracedFlow.of(self.ctx).origins(node, self.ctx)
+
+
+# JG106 -----------------------------------------------------------------------------------
+
+_SUGGEST = {
+    "if": "use jax.lax.cond(pred, true_fn, false_fn, ...) or jnp.where(pred, a, b)",
+    "elif": "use jax.lax.cond / jax.lax.switch or jnp.where / jnp.select",
+    "while": "use jax.lax.while_loop(cond_fn, body_fn, init)",
+    "assert": "use jax.experimental.checkify.check (or equinox.error_if) for a run-time check",
+    "conditional expression": "use jnp.where(pred, a, b) or jax.lax.select",
+    "comprehension if": "filter with jnp.where / a mask instead",
+    "and/or": "use jnp.logical_and / jnp.logical_or (or & and |)",
+    "not": "use jnp.logical_not (or ~)",
+    "bool()": "keep the predicate as an array and branch with jax.lax.cond or jnp.where",
+    "for ... in range()": "use jax.lax.fori_loop(lower, upper, body_fn, init)",
+}
+
+
+@register
+class PythonControlFlowOnTracer(_TracedRule):
+    code = "JG106"
+    name = "python-control-flow-on-tracer"
+    message = "Python control flow on a traced value: ConcretizationTypeError"
+    fix_kind = "suggest"
+    what = """
+        Flags `if`, `elif`, `while`, `assert`, conditional expressions, `and`/`or`/`not`, `bool()`
+        and `for i in range(n)` whose condition (or bound) depends on a traced, non-static argument
+        of a function traced by `jit`, `vmap`, `pmap`, or a `lax` control-flow body.
+    """
+    why = """
+        While tracing, an argument is an abstract value: its shape and dtype are known, its value
+        is not. Python needs a concrete `True`/`False` to pick a branch, so `if x < 3:` raises
+        `ConcretizationTypeError` (or `TracerBoolConversionError`). Branches on shapes, dtypes,
+        `is None` tests and static arguments are fine, and so is Python control flow under
+        `jax.grad` alone. Use `jax.lax.cond`, `jnp.where`, `jax.lax.select` or
+        `jax.lax.while_loop`, or declare the argument static (`static_argnames=("n",)`) when it
+        is a Python value that changes rarely.
+    """
+    example = """
+        import jax
+
+        @jax.jit
+        def f(x):
+            if x < 3:
+                return 3.0 * x**2
+            return -4 * x
+    """
+    use_instead = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def f(x):
+            return jnp.where(x < 3, 3.0 * x**2, -4 * x)
+    """
+    invalid = (
+        # the sharp bits' jit example, through `jit` imported by name
+        "from jax import jit\n@jit\ndef f(x):\n    if x < 3:\n        return 3. * x ** 2\n"
+        "    else:\n        return -4 * x\n",
+        # a loop over a traced bound: the seed's loop example without static_argnums
+        "from jax import jit\ndef f(x, n):\n    y = 0.\n    for i in range(n):\n        y = y + x[i]\n"
+        "    return y\nf = jit(f)\n",
+        # derived values, while, and a vmap
+        "import jax\nimport jax.numpy as jnp\ndef f(x):\n    total = jnp.sum(x)\n    while total > 1:\n"
+        "        total = total / 2\n    return total\ng = jax.vmap(f)\n",
+        # a conditional expression in a flax-style method under partial(jax.jit)
+        "import jax\nfrom functools import partial\nclass Model:\n"
+        "    @partial(jax.jit, static_argnums=(0,))\n    def __call__(self, x, scale):\n"
+        "        return x * 2 if scale > 0 else x\n",
+        # a lax.cond branch closing over the traced argument of its jitted parent
+        "import jax\n@jax.jit\ndef f(x, y):\n    def branch(z):\n        assert y > 0\n        return z\n"
+        "    return jax.lax.cond(x > 0, branch, lambda z: z, x)\n",
+        # `and`, `not` and bool() on tracers in a lax.fori_loop body (the counter is traced)
+        "from jax import lax\ndef body(i, acc):\n    keep = bool(acc > 0) and i\n    return acc + keep\n"
+        "def run(x):\n    return lax.fori_loop(0, 10, body, x)\n",
+    )
+    valid = (
+        # the seed's fixes: static_argnums, loops over constants and shapes, grad only
+        "from jax import jit\ndef f(x):\n    if x < 3:\n        return 3. * x ** 2\n    else:\n"
+        "        return -4 * x\nf = jit(f, static_argnums=(0,))\n",
+        "from jax import jit\n@jit\ndef f(x):\n    for i in range(3):\n        x = 2 * x\n    return x\n",
+        "from jax import jit\n@jit\ndef g(x):\n    y = 0.\n    for i in range(x.shape[0]):\n"
+        "        y = y + x[i]\n    return y\n",
+        "from jax import grad\ndef f(x):\n    if x < 3:\n        return 3. * x ** 2\n    else:\n"
+        "        return -4 * x\nprint(grad(f)(2.))\n",
+        "from jax import jit\ndef f(x, n):\n    y = 0.\n    for i in range(n):\n        y = y + x[i]\n"
+        "    return y\nf = jit(f, static_argnums=(1,))\n",
+        # shapes, dtypes, None checks, isinstance, len, static_argnames, defaults
+        "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n"
+        "@partial(jax.jit, static_argnames=('training',))\n"
+        "def apply(params, x, mask=None, training=False):\n"
+        "    if x.ndim == 1 and x.shape[0] > 2:\n        x = x[None]\n"
+        "    if mask is not None:\n        x = jnp.where(mask, x, 0.0)\n"
+        "    if training:\n        x = x * 0.5\n    if isinstance(params, dict) and len(params) > 1:\n"
+        "        x = x + 1\n    assert x.dtype == jnp.float32, x.dtype\n    return x\n",
+        # optax style: an update function closed over concrete hyperparameters
+        "import jax\ndef scale(step_size):\n    def update_fn(updates, state):\n"
+        "        if step_size > 0:\n            updates = jax.tree.map(lambda g: g * step_size, updates)\n"
+        "        return updates, state\n    return jax.jit(update_fn)\n",
+        # equinox: filter_jit keeps non-arrays static
+        "import equinox as eqx\n@eqx.filter_jit\ndef f(x, use_bias):\n    if use_bias:\n"
+        "        return x + 1\n    return x\n",
+        # vmap with in_axes=None for the flag; a helper whose arguments may be concrete
+        "import jax\ndef f(x, flag):\n    return x if flag else -x\ng = jax.vmap(f, in_axes=(0, None))\n"
+        "def helper(n):\n    return n if n > 0 else 0\n@jax.jit\ndef h(x):\n    return x * helper(3)\n",
+        # a traced value that was overwritten by a concrete one
+        "import jax\n@jax.jit\ndef f(x, n):\n    n = x.shape[0]\n    while n > 1:\n        n = n // 2\n"
+        "    return x * n\n",
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.covered: set[cst.CSTNode] = set()
+
+    def _truth(self, test: cst.BaseExpression) -> frozenset[str]:
+        """Origins of `bool(test)`: containers' truthiness is concrete."""
+        if isinstance(test, (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+            return NONE
+        if isinstance(test, cst.BooleanOperation):
+            return self._truth(test.left) | self._truth(test.right)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._truth(test.expression)
+        return self.origins(test)
+
+    def _check(self, node: cst.CSTNode, test: cst.BaseExpression, construct: str) -> None:
+        if node in self.covered or not self.ctx.in_traced:
+            return
+        origins = self._truth(test)
+        if not origins:
+            return
+        self.covered |= _subtree(test)
+        self._report(node if construct not in ("if", "elif", "while") else test, test, construct, origins)
+
+    def _report(self, node, shown, construct, origins) -> None:
+        ctx = self.ctx
+        message = (
+            f"Python {construct} on a traced value: `{_short(ctx, shown)}` depends on {describe(origins)} "
+            f"of a function traced by {_by(ctx)} (ConcretizationTypeError); {_SUGGEST[construct]}"
+            f"{_static_or(origins, ctx)}"
+        )
+        self.report(node, message)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node.test, node.test, "elif" if node in self.covered else "if")
+
+    def visit_Else(self, node: cst.Else) -> None:
+        return None
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node.test, node.test, "while")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._check(node.test, node.test, "assert")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._check(node, node.test, "conditional expression")
+
+    def visit_CompIf(self, node: cst.CompIf) -> None:
+        self._check(node.test, node.test, "comprehension if")
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        if node in self.covered or not self.ctx.in_traced:
+            return
+        origins = self._truth(node.left)
+        if origins:
+            self.covered |= _subtree(node)
+            self._report(node, node.left, "and/or", origins)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if isinstance(node.operator, cst.Not):
+            self._check(node, node.expression, "not")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.ctx.in_traced or node in self.covered:
+            return
+        if self.ctx.qualname(node.func) == "builtins.bool" and len(node.args) == 1:
+            self._check(node, node.args[0].value, "bool()")
+
+    def visit_For(self, node: cst.For) -> None:
+        it = node.iter
+        if not self.ctx.in_traced or not isinstance(it, cst.Call):
+            return
+        if self.ctx.qualname(it.func) != "builtins.range":
+            return
+        origins = NONE
+        for arg in it.args:
+            origins |= self.origins(arg.value)
+        if origins:
+            self._report(it, it, "for ... in range()", origins)
+
+
+# JG107 -----------------------------------------------------------------------------------
+
+_CONVERTERS = {"builtins.float", "builtins.int", "builtins.complex", "operator.index"}
+_CONCRETIZING_METHODS = {"item", "tolist", "__array__", "__float__", "__int__", "__index__"}
+# numpy functions that are fine on a tracer (they only read its shape/dtype)
+_NUMPY_OK = frozenset(
+    {
+        "numpy.shape", "numpy.ndim", "numpy.size", "numpy.dtype", "numpy.result_type",
+        "numpy.issubdtype", "numpy.iinfo", "numpy.finfo", "numpy.promote_types", "numpy.isscalar",
+        "numpy.can_cast", "numpy.iscomplexobj", "numpy.isrealobj", "numpy.broadcast_shapes",
+    }
+)
+
+
+@register
+class ConcretizeTracer(_TracedRule):
+    code = "JG107"
+    name = "concretize-tracer"
+    message = "a traced value converted to a Python or NumPy value"
+    fix_kind = "suggest"
+    what = """
+        Flags `float()`, `int()`, `complex()`, `.item()`, `.tolist()`, `np.asarray()`,
+        `np.array()` (and other NumPy or `math` functions) applied to a traced value inside a
+        function traced by `jit`, `vmap`, `pmap` or a `lax` body.
+    """
+    why = """
+        A tracer has no value at trace time. Converting it to a Python number or a NumPy array
+        raises `ConcretizationTypeError` or `TracerArrayConversionError`. Keep the value as a JAX
+        array and use `jax.numpy` functions, use `jax.debug.print` to look at it, or declare the
+        argument static (`static_argnames=...`) when it really is a Python value.
+    """
+    example = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def normalize(x, scale):
+            return x / float(scale)
+    """
+    use_instead = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.jit
+        def normalize(x, scale):
+            return x / jnp.asarray(scale, dtype=x.dtype)
+    """
+    invalid = (
+        "import jax\nimport numpy as np\n@jax.jit\ndef f(x):\n    return np.asarray(x) + 1\n",
+        "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef f(x):\n    loss = jnp.mean(x ** 2)\n"
+        "    return loss.item()\n",
+        "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnames=('axis',))\n"
+        "def f(x, n, axis=0):\n    return x.sum(axis) * int(n)\n",
+        "import jax\nimport math\ndef step(carry, x):\n    return carry + math.sqrt(x), x.tolist()\n"
+        "def run(xs):\n    return jax.lax.scan(step, 0.0, xs)\n",
+    )
+    valid = (
+        "import jax\nimport numpy as np\n@jax.jit\ndef f(x):\n    n = int(np.prod(x.shape))\n"
+        "    return x.reshape(n) * float(len(x))\n",
+        "import jax\nimport numpy as np\ndef f(x):\n    return float(x) + np.asarray(x).sum()\n"
+        "print(f(1.0), jax.grad(f))\n",
+        "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnums=(1,))\n"
+        "def f(x, n):\n    return x * int(n)\n",
+        "import jax\nclass Module:\n    def __init__(self, rate):\n        self.rate = rate\n"
+        "    @jax.jit\n    def __call__(self, x):\n        return x * float(self.rate)\n",
+        "import jax\nimport numpy as np\ndef loss(params, x, n_classes=10):\n"
+        "    eye = np.eye(int(n_classes))\n    return (params * x).sum() + eye.sum()\n"
+        "loss = jax.jit(loss)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.in_traced:
+            return
+        func = node.func
+        name = ctx.qualname(func)
+        args = positional(node)
+        origins = NONE
+        what = ""
+        if name in _CONVERTERS and len(args) == 1:
+            origins = self.origins(args[0])
+            what = f"{name.rsplit('.', 1)[-1]}()"
+        elif name is not None and name.startswith("numpy.") and name not in _NUMPY_OK and args:
+            if not name.startswith(("numpy.random.", "numpy.testing.")):
+                origins = self.origins(args[0])
+                what = f"np.{name[6:]}()"
+        elif name is not None and name.startswith("math.") and args:
+            for arg in args:
+                origins |= self.origins(arg)
+            what = f"{name}()"
+        elif (
+            name is None
+            and isinstance(func, cst.Attribute)
+            and func.attr.value in _CONCRETIZING_METHODS
+            and not node.args
+        ):
+            origins = self.origins(func.value)
+            what = f".{func.attr.value}()"
+        if not origins:
+            return
+        hint = static_hint(origins, ctx.function)
+        static = f"; if it is a Python value, make it static: {hint}" if hint else ""
+        self.report(
+            node,
+            f"{what} needs a concrete value but `{_short(ctx, node)}` is traced (it depends on "
+            f"{describe(origins)} of a function traced by {_by(ctx)}): ConcretizationTypeError / "
+            f"TracerArrayConversionError; keep it a JAX array (jax.numpy), use jax.debug.print to "
+            f"see it{static}",
+        )
+
+
+# JG108 -----------------------------------------------------------------------------------
+
+# qualified name -> ((position, keyword), ...) of arguments that are shapes or sizes
+_SHAPE_ARGS: dict[str, tuple[tuple[int, str], ...]] = {
+    **{f"jax.numpy.{n}": ((0, "shape"),) for n in ("zeros", "ones", "empty", "full")},
+    "jax.numpy.arange": ((0, "start"), (1, "stop"), (2, "step")),
+    "jax.numpy.linspace": ((2, "num"),),
+    "jax.numpy.logspace": ((2, "num"),),
+    "jax.numpy.geomspace": ((2, "num"),),
+    "jax.numpy.eye": ((0, "N"), (1, "M")),
+    "jax.numpy.identity": ((0, "n"),),
+    "jax.numpy.tri": ((0, "N"), (1, "M")),
+    "jax.numpy.reshape": ((1, "shape"), (9, "newshape")),
+    "jax.numpy.broadcast_to": ((1, "shape"),),
+    "jax.numpy.tile": ((1, "reps"),),
+    "jax.numpy.pad": ((1, "pad_width"),),
+    "jax.numpy.split": ((1, "indices_or_sections"),),
+    "jax.numpy.array_split": ((1, "indices_or_sections"),),
+    "jax.lax.dynamic_slice": ((2, "slice_sizes"),),
+    "jax.lax.iota": ((1, "size"),),
+    "jax.lax.full": ((0, "shape"),),
+    "jax.lax.broadcast": ((1, "sizes"),),
+    "jax.lax.broadcast_in_dim": ((1, "shape"),),
+    "jax.lax.reshape": ((1, "new_sizes"),),
+    **{f"jax.random.{n}": ((1, "shape"),) for n in (
+        "normal", "uniform", "randint", "bits", "gumbel", "laplace", "logistic", "exponential",
+        "cauchy", "rademacher", "orthogonal", "ball")},
+    **{f"jax.random.{n}": ((2, "shape"),) for n in ("bernoulli", "choice", "gamma", "poisson", "dirichlet")},
+    **{f"jax.random.{n}": ((3, "shape"),) for n in ("categorical", "truncated_normal", "beta")},
+}
+_REPEAT = {"jax.numpy.repeat": (1, "repeats")}
+# Functions whose output size depends on the values of their input, unless `size=` is given.
+_VALUE_SIZED = {
+    **{f"jax.numpy.{n}": "size" for n in (
+        "nonzero", "flatnonzero", "argwhere", "unique", "unique_values", "unique_counts",
+        "unique_inverse", "unique_all", "setdiff1d", "union1d", "intersect1d", "extract")},
+    "jax.numpy.bincount": "length",
+}
+_METHOD_SHAPES = {"reshape", "broadcast_to"}
+
+
+@register
+class ValueDependentShape(_TracedRule):
+    code = "JG108"
+    name = "value-dependent-shape"
+    message = "an array shape depends on a traced value"
+    fix_kind = "suggest"
+    what = """
+        Flags a traced (non-static) value used as a shape, size or slice bound inside a traced
+        function: `jnp.zeros(n)`, `jnp.arange(n)`, `x[:n]`, `x.reshape(n, -1)`, random draws of
+        shape `(n,)`, boolean-mask indexing `x[x > 0]`, and `jnp.nonzero`/`jnp.unique`/`jnp.where(c)`
+        without `size=`.
+    """
+    why = """
+        Under `jit` every array has a shape fixed at trace time. A shape that depends on an
+        argument's value raises `ConcretizationTypeError` (or `NonConcreteBooleanIndexError`).
+        Derive shapes from `x.shape` (specializing on shapes is fine), pass a static `size=`,
+        use `jax.lax.dynamic_slice` for a moving window of fixed size, `jnp.where(mask, x, 0)`
+        instead of a boolean mask, or declare the argument static (`static_argnames=("n",)`).
+    """
+    example = """
+        import jax
+        import jax.numpy as jnp
+
+        def example_fun(length, val):
+            return jnp.ones((length,)) * val
+
+        bad_example_jit = jax.jit(example_fun)
+    """
+    use_instead = """
+        import jax
+        import jax.numpy as jnp
+
+        def example_fun(length, val):
+            return jnp.ones((length,)) * val
+
+        good_example_jit = jax.jit(example_fun, static_argnums=(0,))
+    """
+    invalid = (
+        "import jax\n@jax.jit\ndef f(x, n):\n    return x[:n]\n",
+        "import jax\nimport jax.numpy as jnp\n@jax.vmap\ndef f(x):\n    return jnp.nonzero(x > 0)\n",
+        "import jax\n@jax.jit\ndef f(x):\n    return x[x > 0].sum()\n",
+        "import jax\nimport jax.numpy as jnp\nclass Layer:\n    def __call__(self, x, k):\n"
+        "        return jnp.arange(k) + x.reshape(k, -1)\n    apply = jax.jit(__call__, static_argnums=0)\n",
+        "import jax\nfrom jax import random\ndef body(i, key):\n    noise = random.normal(key, (i,))\n"
+        "    return key\nout = jax.lax.fori_loop(0, 3, body, random.key(0))\n",
+    )
+    valid = (
+        "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef f(x):\n    n = x.shape[0] // 2\n"
+        "    return x[:n] + jnp.zeros(n) + jnp.arange(len(x))[:n]\n",
+        "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n"
+        "@partial(jax.jit, static_argnames=('n',))\ndef f(x, n):\n    return x[:n] * jnp.ones(n)\n",
+        "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef f(x, i):\n"
+        "    return jax.lax.dynamic_slice(x, (i,), (2,)), x[i], jnp.nonzero(x, size=3)\n",
+        "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef f(x, start):\n"
+        "    return jnp.linspace(start, 1.0, 5), jnp.where(x > 0, x, 0.0), x[x.shape[0] - 1:]\n",
+        "import jax.numpy as jnp\ndef f(x, n):\n    return x[:n] + jnp.zeros(n)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.in_traced:
+            return
+        name = ctx.qualname(node.func)
+        if name in _SHAPE_ARGS or name in _REPEAT:
+            specs = _SHAPE_ARGS.get(name) or (_REPEAT[name],)
+            if name in _REPEAT and keyword(node, "total_repeat_length") is not None:
+                return
+            for index, kw in specs:
+                value = argument(node, index, kw)
+                origins = self.origins(value)
+                if origins:
+                    self._report(node, value, origins, f"the {kw} of {name.replace('jax.numpy.', 'jnp.')}()")
+                    return
+        elif name in _VALUE_SIZED or name == "jax.numpy.where":
+            args = positional(node)
+            size_kw = _VALUE_SIZED.get(name, "size")
+            if name == "jax.numpy.where" and (len(args) != 1 or keyword(node, "x") is not None):
+                return
+            if not args or keyword(node, size_kw) is not None:
+                return
+            origins = self.origins(args[0])
+            if origins:
+                short = name.replace("jax.numpy.", "jnp.")
+                self.report(
+                    node,
+                    f"{short}() on a traced value has a value-dependent output size (it depends on "
+                    f"{describe(origins)}): ConcretizationTypeError under {_by(ctx)}; pass a static "
+                    f"`{size_kw}=` (with fill_value) or use jnp.where(cond, x, y)",
+                )
+        elif (
+            name is None
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in _METHOD_SHAPES
+            and self.origins(node.func.value)
+        ):
+            origins = NONE
+            for arg in node.args:
+                if arg.keyword is None or arg.keyword.value in ("shape", "newshape"):
+                    origins |= self.origins(arg.value)
+            if origins:
+                self._report(node, node, origins, f"the shape in .{node.func.attr.value}()")
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        ctx = self.ctx
+        if not ctx.in_traced:
+            return
+        for element in node.slice:
+            item = element.slice
+            if isinstance(item, cst.Slice):
+                origins = NONE
+                for part in (item.lower, item.upper, item.step):
+                    origins |= self.origins(part)
+                if origins and self.origins(node.value):
+                    hint = static_hint(origins, ctx.function)
+                    static = f", or make it static: {hint}" if hint else ""
+                    self.report(
+                        node,
+                        f"slice bounds of `{_short(ctx, node)}` depend on {describe(origins)} (traced "
+                        f"by {_by(ctx)}): slice sizes must be static; use jax.lax.dynamic_slice(x, "
+                        f"(start,), (size,)) with a fixed size{static}",
+                    )
+                    return
+            elif isinstance(item, cst.Index) and _is_mask(item.value):
+                origins = self.origins(item.value)
+                if origins:
+                    self.report(
+                        node,
+                        f"boolean mask index `{_short(ctx, node)}` on a traced value (it depends on "
+                        f"{describe(origins)}) has a value-dependent shape: NonConcreteBooleanIndexError "
+                        f"under {_by(ctx)}; use jnp.where(mask, x, 0) or a reduction with where=mask",
+                    )
+                    return
+
+    def _report(self, node, value, origins, where) -> None:
+        ctx = self.ctx
+        hint = static_hint(origins, ctx.function)
+        static = f"; make it static: {hint}" if hint else "; derive it from x.shape or pass it as a static argument"
+        self.report(
+            node,
+            f"{where} depends on {describe(origins)} (`{_short(ctx, value)}` is traced by {_by(ctx)}): "
+            f"shapes must be known at trace time (ConcretizationTypeError){static}",
+        )
+
+
+def _is_mask(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Comparison):
+        return not all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        return _is_mask(node.expression)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
+        return _is_mask(node.left) or _is_mask(node.right)
+    return False
+
+
+# JG109 -----------------------------------------------------------------------------------
+
+
+@register
+class JitInLoop(Rule):
+    code = "JG109"
+    name = "jit-in-loop"
+    message = "jax.jit built inside a loop or on every call: retraces and recompiles each time"
+    fix_kind = "suggest"
+    what = """
+        Flags a `jax.jit(...)` (or `pmap`, `equinox.filter_jit`, `flax.nnx.jit`) built inside a
+        loop body and used there, a jitted function defined inside a loop, and
+        `jax.jit(<lambda | nested function | partial(...)>)(args)` called straight away inside a
+        function.
+    """
+    why = """
+        `jax.jit` caches compiled code per jitted callable and per function object. A jit built
+        around a lambda, a `functools.partial` or a function defined in the loop is a new object
+        each time: every iteration (or every call of the enclosing function) traces and
+        compiles again, which can cost seconds per step. Build the jitted function once, outside
+        the loop (or at module level), and pass the changing values as arguments.
+    """
+    example = """
+        import jax
+        import jax.numpy as jnp
+
+        params = jnp.ones(3)
+        for step in range(100):
+            params = jax.jit(lambda p: p - 0.1 * p)(params)
+    """
+    use_instead = """
+        import jax
+        import jax.numpy as jnp
+
+        update = jax.jit(lambda p: p - 0.1 * p)
+        params = jnp.ones(3)
+        for step in range(100):
+            params = update(params)
+    """
+    invalid = (
+        "import jax\ndef train(params, batches):\n    for batch in batches:\n"
+        "        step = jax.jit(lambda p: p - batch)\n        params = step(params)\n    return params\n",
+        "import jax\nfrom functools import partial\ndef loss(p, x):\n    return p * x\n"
+        "def run(p, xs):\n    while xs:\n        p = jax.jit(loss)(p, xs.pop())\n    return p\n",
+        "import jax\ndef evaluate(model, x):\n    return jax.jit(lambda v: model(v) * 2)(x)\n",
+        "import jax\nfor scale in (1.0, 2.0):\n    @jax.jit\n    def f(x):\n        return x * scale\n"
+        "    print(f(1.0))\n",
+        "import equinox as eqx\nfrom functools import partial\ndef apply(model, xs):\n"
+        "    return eqx.filter_jit(partial(model, key=None))(xs)\n",
+    )
+    valid = (
+        "import jax\nupdate = jax.jit(lambda p: p * 0.9)\nparams = 1.0\nfor _ in range(10):\n"
+        "    params = update(params)\n",
+        # a factory that returns the jitted step (flax/optax style): built once per call site
+        "import jax\ndef make_train_step(model, tx):\n    @jax.jit\n    def step(state, batch):\n"
+        "        return state\n    return step\n",
+        # compiling a table of distinct functions once
+        "import jax\ndef compile_all(fns):\n    compiled = {}\n    for name, fn in fns.items():\n"
+        "        compiled[name] = jax.jit(fn)\n    return compiled\n",
+        # jit inside a traced function is inlined, not recompiled
+        "import jax\n@jax.jit\ndef outer(x):\n    for i in range(3):\n        x = jax.jit(lambda v: v + i)(x)\n"
+        "    return x\n",
+        "def jit(f):\n    return f\nfor i in range(3):\n    y = jit(lambda v: v)(i)\n",
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # per function frame: loop depth, and defs/lambdas created inside a loop
+        self.frames: list[list[int]] = [[0]]
+        self.loop_defs: set[cst.CSTNode] = set()
+        self.reported: set[cst.CSTNode] = set()
+
+    @property
+    def in_loop(self) -> bool:
+        return self.frames[-1][0] > 0
+
+    def visit_For(self, node: cst.For) -> None:
+        self.frames[-1][0] += 1
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.frames[-1][0] -= 1
+
+    def visit_While(self, node: cst.While) -> None:
+        self.frames[-1][0] += 1
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self.frames[-1][0] -= 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        info = self.ctx.facts.functions.get(node)
+        if self.in_loop and info is not None and not self._outer_traced(info):
+            self.loop_defs.add(node)
+            for decorator in node.decorators:
+                found = self.ctx.facts.transform_of(decorator.decorator, info.parent)
+                if found is not None and found[0] in JIT_TRANSFORMS:
+                    self._report(decorator, "a jitted function defined inside a loop")
+        self.frames.append([0])
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.frames.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        if self.in_loop:
+            self.loop_defs.add(node)
+        self.frames.append([0])
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.frames.pop()
+
+    def _outer_traced(self, info: FunctionInfo) -> bool:
+        outer = self.ctx.facts.enclosing_function(info.parent)
+        return outer is not None and outer.traced
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if ctx.in_traced:
+            return
+        facts = ctx.facts
+        # jax.jit(f)(args): a jitted callable built and called in one expression
+        if isinstance(node.func, cst.Call) and node.func in facts.jit_calls:
+            built = node.func
+            fresh = self._fresh_function(built)
+            if self.in_loop:
+                self._report(built, "jax.jit(...)(...) inside a loop builds a new jitted function every iteration")
+            elif fresh and ctx.function is not None:
+                self._report(built, f"jax.jit of {fresh} called straight away: traces and compiles on every call of the enclosing function")
+            return
+        if node in facts.jit_calls and self.in_loop:
+            fresh = self._fresh_function(node)
+            if fresh in ("a lambda", "a functools.partial") or self._defined_in_loop(node):
+                self._report(node, f"jax.jit of {fresh or 'a function defined in the loop'} inside a loop: a new function object each iteration")
+
+    def _fresh_function(self, call: cst.Call) -> str:
+        args = positional(call)
+        if not args:
+            return ""
+        target = args[0]
+        if isinstance(target, cst.Lambda):
+            return "a lambda"
+        if isinstance(target, cst.Call) and self.ctx.qualname(target.func) == "functools.partial":
+            return "a functools.partial"
+        info = self.ctx.facts.function_for(target, self.ctx.scope)
+        if info is not None and self.ctx.function is not None and info.parent is self.ctx.function.scope:
+            return f"the nested function '{info.name}'"
+        return ""
+
+    def _defined_in_loop(self, call: cst.Call) -> bool:
+        args = positional(call)
+        if not args:
+            return False
+        info = self.ctx.facts.function_for(args[0], self.ctx.scope)
+        return info is not None and info.node in self.loop_defs
+
+    def _report(self, node, what) -> None:
+        if node in self.reported:
+            return
+        self.reported.add(node)
+        self.report(node, f"{what}: it retraces and recompiles each time; build it once, outside, and pass the changing values as arguments")
+
+
+# JG110 -----------------------------------------------------------------------------------
+
+_UNHASHABLE_CALLS = {"builtins.list", "builtins.dict", "builtins.set", "builtins.bytearray"}
+
+
+@register
+class UnhashableStaticArg(Rule):
+    code = "JG110"
+    name = "unhashable-static-arg"
+    message = "an unhashable value passed at a static position of a jitted function"
+    fix_kind = "none"
+    what = """
+        Flags a list, dict or set (literal, comprehension or `list(...)`/`dict(...)`/`set(...)`)
+        or an array passed to a jitted function at a position declared static with
+        `static_argnums` or `static_argnames` (matched positionally and by keyword).
+    """
+    why = """
+        Static arguments are part of the compilation cache key, so they must be hashable:
+        `jax.jit(f, static_argnums=1)(x, [1, 2])` raises `ValueError: Non-hashable static
+        arguments are not supported`. Arrays are not hashable either. Pass a tuple (or a
+        frozen dataclass), or make the argument non-static.
+    """
+    example = """
+        import jax
+        from functools import partial
+
+        @partial(jax.jit, static_argnames=("axes",))
+        def total(x, axes):
+            return x.sum(axis=axes)
+
+        total(1.0, axes=[0, 1])
+    """
+    use_instead = """
+        import jax
+        from functools import partial
+
+        @partial(jax.jit, static_argnames=("axes",))
+        def total(x, axes):
+            return x.sum(axis=axes)
+
+        total(1.0, axes=(0, 1))
+    """
+    invalid = (
+        "import jax\ndef f(x, dims):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, [1, 2])\n",
+        "import jax\ndef f(x, cfg):\n    return x\njax.jit(f, static_argnums=1)(1.0, {'a': 1})\n",
+        "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n"
+        "@partial(jax.jit, static_argnums=(1,))\ndef f(x, shape):\n    return x\nf(1.0, shape=jnp.array([2, 3]))\n",
+        "import jax\n@jax.jit\ndef g(x):\n    return x\ndef f(x, opts):\n    return x\n"
+        "h = jax.jit(f, static_argnames='opts')\nh(1.0, [i for i in range(3)])\n",
+    )
+    valid = (
+        "import jax\ndef f(x, dims):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng([1.0, 2.0], (1, 2))\n",
+        "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnames=('axes',))\n"
+        "def total(x, axes):\n    return x\ntotal([1.0], axes=(0,))\n",
+        "import jax\n@jax.jit\ndef f(x, y):\n    return x\nf([1.0], {'a': 2.0})\n",
+        "import jax\ndef f(x, n):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng({'w': 1.0}, 3)\n",
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        spec = ctx.facts.jitted_spec(node.func, ctx.scope)
+        if spec is None or not (spec.argnums or spec.argnames):
+            return
+        target = self._target(node.func)
+        params = list(target.params) if target is not None else []
+        static_names = set(spec.argnames)
+        static_positions = set()
+        for index in spec.argnums:
+            if params and -len(params) <= index < len(params):
+                static_positions.add(index % len(params))
+                static_names.add(params[index])
+            elif index >= 0:
+                static_positions.add(index)
+        for name in spec.argnames:
+            if name in params:
+                static_positions.add(params.index(name))
+        position = 0
+        for arg in node.args:
+            if arg.star:
+                return
+            if arg.keyword is None:
+                at, label = position, f"position {position}"
+                position += 1
+                if at not in static_positions:
+                    continue
+                if at < len(params):
+                    label = f"'{params[at]}' (position {at})"
+            else:
+                if arg.keyword.value not in static_names:
+                    continue
+                label = f"'{arg.keyword.value}'"
+            what = self._unhashable(arg.value)
+            if what:
+                self.report(
+                    arg.value,
+                    f"{what} passed to static argument {label} of a jitted function: static "
+                    f"arguments must be hashable (ValueError: Non-hashable static arguments); pass a tuple",
+                )
+
+    def _unhashable(self, value: cst.BaseExpression) -> str:
+        ctx = self.ctx
+        if isinstance(value, (cst.List, cst.ListComp)):
+            return "a list"
+        if isinstance(value, (cst.Dict, cst.DictComp)):
+            return "a dict"
+        if isinstance(value, (cst.Set, cst.SetComp)):
+            return "a set"
+        if isinstance(value, cst.Call):
+            name = ctx.qualname(value.func)
+            if name in _UNHASHABLE_CALLS:
+                return f"a {name.rsplit('.', 1)[-1]}"
+        kind = ctx.kind_of(value)
+        if kind in (kinds.JAX, kinds.NUMPY):
+            return "an array"
+        if kind in (kinds.LIST, kinds.DICT, kinds.SET):
+            return f"a {kind}"
+        return ""
+
+    def _target(self, func: cst.BaseExpression) -> FunctionInfo | None:
+        facts, scope = self.ctx.facts, self.ctx.scope
+        if isinstance(func, cst.Call) and func in facts.jit_calls:
+            args = positional(func)
+            return facts.function_for(args[0], scope) if args else None
+        if isinstance(func, cst.Name):
+            owner = scope.lookup(func.value)
+            if owner is None:
+                return None
+            values = owner.values.get(func.value)
+            if values and isinstance(values[-1], cst.Call) and values[-1] in facts.jit_calls:
+                args = positional(values[-1])
+                return facts.function_for(args[0], owner) if args else None
+            return owner.defs.get(func.value)
+        return None
+
+
+# JG701 -----------------------------------------------------------------------------------
+
+REVERSE_MODE = frozenset(
+    {
+        "jax.grad", "jax.value_and_grad", "jax.vjp", "jax.jacrev", "jax.hessian",
+        "equinox.filter_grad", "equinox.filter_value_and_grad", "equinox.filter_vjp",
+        "flax.nnx.grad", "flax.nnx.value_and_grad", "flax.linen.grad", "flax.linen.value_and_grad",
+    }
+)
+_CUSTOM_RULES = frozenset({"jax.custom_vjp", "jax.custom_jvp", "equinox.filter_custom_vjp", "equinox.filter_custom_jvp"})
+
+
+@register
+class GradThroughWhileLoop(Rule):
+    code = "JG701"
+    name = "grad-through-while-loop"
+    message = "reverse-mode differentiation through lax.while_loop fails at run time"
+    fix_kind = "suggest"
+    what = """
+        Flags `lax.while_loop`, and `lax.fori_loop` whose bounds are traced, in a function that is
+        differentiated in reverse mode (`jax.grad`, `value_and_grad`, `vjp`, `jacrev`, `hessian`,
+        and equinox/flax equivalents), directly or through module-local calls.
+    """
+    why = """
+        `lax.while_loop` is only forward-mode differentiable: its trip count is not known ahead
+        of time, so JAX cannot store the residuals a backward pass needs, and `jax.grad` raises
+        "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with
+        dynamic start/stop values". `lax.fori_loop` with concrete bounds lowers to `lax.scan` and
+        is fine. Use `lax.scan` with a fixed number of steps, give `fori_loop` constant bounds,
+        or use forward mode (`jax.jacfwd`, `jax.jvp`).
+    """
+    example = """
+        import jax
+        from jax import lax
+
+        def loss(x):
+            return lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 0.9), (0, x))[1]
+
+        g = jax.grad(loss)
+    """
+    use_instead = """
+        import jax
+        from jax import lax
+
+        def loss(x):
+            return lax.fori_loop(0, 10, lambda i, v: v * 0.9, x)
+
+        g = jax.grad(loss)
+    """
+    invalid = (
+        "import jax\nfrom jax import lax\n@jax.jit\ndef loss(x, n):\n    return lax.fori_loop(0, n, lambda i, v: v * x, x)\n"
+        "def train(x, n):\n    return jax.value_and_grad(loss)(x, n)\n",
+        "import jax\nfrom jax import lax\ndef inner(x):\n    return lax.while_loop(lambda v: v < 1, lambda v: v * 2, x)\n"
+        "def loss(x):\n    return inner(x) ** 2\n@jax.jit\ndef step(x):\n    return jax.grad(loss)(x)\n",
+        "import equinox as eqx\nimport jax\nclass Solver(eqx.Module):\n    def solve(self, x):\n"
+        "        return jax.lax.while_loop(lambda v: v.sum() < 1, lambda v: v * 2, x)\n"
+        "    def loss(self, x):\n        return self.solve(x).sum()\n"
+        "    def grads(self, x):\n        return jax.grad(self.loss)(x)\n",
+        "import equinox as eqx\nfrom jax import lax\n@eqx.filter_grad\ndef loss(model, x):\n"
+        "    return lax.while_loop(lambda v: v.sum() < 1, lambda v: v * 2, model(x)).sum()\n",
+        "import jax\nfrom functools import partial\nfrom jax import lax\n@partial(jax.jit, static_argnums=())\n"
+        "def f(x, steps):\n    return lax.fori_loop(0, steps, lambda i, v: v + x, 0.0)\ndx = jax.vjp(f, 1.0, 3)\n",
+    )
+    valid = (
+        "import jax\nfrom jax import lax\ndef f(x):\n    return lax.while_loop(lambda v: v < 1, lambda v: v * 2, x)\n"
+        "df = jax.jacfwd(f)\nout = jax.jvp(f, (1.0,), (1.0,))\n",
+        "import jax\nfrom jax import lax\ndef f(x):\n    n = x.shape[0]\n"
+        "    return lax.fori_loop(0, n, lambda i, v: v * 2, x)\ng = jax.grad(lambda x: f(x).sum())\n",
+        "import jax\nfrom jax import lax\nfrom functools import partial\n@partial(jax.jit, static_argnames=('n',))\n"
+        "def f(x, n):\n    return lax.fori_loop(0, n, lambda i, v: v * 2, x)\ng = jax.grad(f)\n",
+        "import jax\nfrom jax import lax\n@jax.custom_vjp\ndef solve(x):\n"
+        "    return lax.while_loop(lambda v: v < 1, lambda v: v * 2, x)\ndef loss(x):\n    return solve(x)\n"
+        "g = jax.grad(loss)\n",
+        "import jax\nfrom jax import lax\ndef f(x):\n    return lax.while_loop(lambda v: v < 1, lambda v: v * 2, x)\n"
+        "y = jax.jit(f)(1.0)\n",
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.roots: list[tuple[FunctionInfo, str]] = []
+        # function node -> [(loop call, statement, description)]
+        self.loops: dict[cst.CSTNode, list[tuple[cst.Call, cst.CSTNode | None, str]]] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        name = ctx.qualname(node.func)
+        if name in REVERSE_MODE:
+            args = positional(node)
+            if args:
+                target = self._unwrap(args[0])
+                if target is not None:
+                    self.roots.append((target, name))
+            return
+        function = ctx.function
+        if function is None:
+            return
+        description = ""
+        if name == "jax.lax.while_loop":
+            description = "lax.while_loop"
+        elif name == "jax.lax.fori_loop":
+            bounds = [argument(node, 0, "lower"), argument(node, 1, "upper")]
+            if any(b is not None and self._traced_bound(b) for b in bounds):
+                description = "lax.fori_loop with traced bounds"
+        if description:
+            statement = ctx.statement_stack[-1] if ctx.statement_stack else None
+            self.loops.setdefault(function.node, []).append((node, statement, description))
+
+    def _traced_bound(self, bound: cst.BaseExpression) -> bool:
+        if literal_int(bound) is not None:
+            return False
+        if self.ctx.in_traced and TracedFlow.of(self.ctx).origins(bound, self.ctx):
+            return True
+        return False
+
+    def _unwrap(self, node: cst.BaseExpression) -> FunctionInfo | None:
+        facts, scope = self.ctx.facts, self.ctx.scope
+        for _ in range(5):
+            if isinstance(node, cst.Call):
+                name = facts.qualname(node.func, scope)
+                if name in TRACING_TRANSFORMS or name in GRAD_TRANSFORMS or name in REVERSE_MODE:
+                    args = positional(node)
+                    if not args:
+                        return None
+                    node = args[0]
+                    continue
+            return facts.function_for(node, scope)
+        return None
+
+    def finish(self) -> None:
+        facts = self.ctx.facts
+        for info in facts.functions.values():
+            for decorator in info.decorators:
+                expr = decorator.decorator
+                name = facts.qualname(expr, info.parent)
+                if name is None and isinstance(expr, cst.Call):
+                    name = facts.qualname(expr.func, info.parent)
+                    if name == "functools.partial" and positional(expr):
+                        name = facts.qualname(positional(expr)[0], info.parent)
+                if name in REVERSE_MODE:
+                    self.roots.append((info, name))
+        reported: set[cst.CSTNode] = set()
+        for root, transform in self.roots:
+            for info in self._reachable(root):
+                for call, statement, description in self.loops.get(info.node, ()):
+                    if call in reported:
+                        continue
+                    reported.add(call)
+                    self.report(
+                        call,
+                        f"reverse-mode AD ({transform.replace('jax.', 'jax.', 1)} of '{root.name}') reaches "
+                        f"{description} in '{info.name}': it is only forward-mode differentiable and fails "
+                        f"at run time; use lax.scan with a fixed number of steps, give fori_loop constant "
+                        f"bounds, or differentiate in forward mode (jax.jacfwd / jax.jvp)",
+                        statement=statement,
+                    )
+
+    def _reachable(self, root: FunctionInfo) -> list[FunctionInfo]:
+        facts = self.ctx.facts
+        seen: dict[cst.CSTNode, FunctionInfo] = {}
+        work = [root]
+        while work:
+            info = work.pop()
+            if info.node in seen or self._custom_rule(info):
+                continue
+            seen[info.node] = info
+            for call in info.calls:
+                callee = facts.function_for(call.func, info.scope)
+                if callee is not None:
+                    work.append(callee)
+                if call in facts.lax_body_args:
+                    for body in facts.lax_body_args[call]:
+                        target = facts.function_for(body, info.scope)
+                        if target is not None:
+                            work.append(target)
+            work.extend(f for f in facts.functions.values() if f.parent is info.scope)
+        return list(seen.values())
+
+    def _custom_rule(self, info: FunctionInfo) -> bool:
+        facts = self.ctx.facts
+        for decorator in info.decorators:
+            expr = decorator.decorator
+            name = facts.qualname(expr if not isinstance(expr, cst.Call) else expr.func, info.parent)
+            if name in _CUSTOM_RULES:
+                return True
+        return False
