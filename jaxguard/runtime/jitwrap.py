@@ -14,10 +14,12 @@ from collections import OrderedDict
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax._src import checkify as ck
 from jax._src import core, dtypes
 
 from jaxguard.runtime import checks, keys, recompile
+from jaxguard.runtime.errors import InfError, NaNError, format_where
 
 _local = threading.local()  # .depth: how many guarded functions are being traced
 
@@ -37,7 +39,15 @@ def _tracing_guarded() -> bool:
 
 
 class GuardedJit:
-    """Callable returned by the patched `jax.jit`; behaves like the jitted function."""
+    """Callable returned by the patched `jax.jit`; behaves like the jitted function.
+
+    Two compiled twins per error set:
+    - the fast twin, run on every call: out-of-bounds checks on the device, and one
+      `alarm` flag that is set when an output holds a NaN (Inf) while no input did;
+    - the locating twin, compiled and run only after an alarm, on the same arguments:
+      checks every op for NaN/Inf so the error names the op and the user's line.
+    Per-op NaN checks on every call would cost 1.5x and more on a training step.
+    """
 
     def __init__(self, fun, jit_kwargs, original_jit):
         self._fun = fun
@@ -45,27 +55,28 @@ class GuardedJit:
         self._original_jit = original_jit
         self._key_positions: set[int] = set()  # flat argument positions of consumed keys
         self._plain = original_jit(fun, **jit_kwargs)
-        self._checked_by_errors: dict = {}  # error classes -> checked jitted function
+        self._twins: dict = {}  # (error classes, locating?) -> jitted twin
         functools.update_wrapper(self, fun, updated=())
 
-    def _checked(self, errors_now):
-        checked = self._checked_by_errors.get(errors_now)
-        if checked is None:
+    def _twin(self, errors_now, locating: bool):
+        twin = self._twins.get((errors_now, locating))
+        if twin is None:
             # A fresh function (not a bound method) so functools.wraps can give it the
             # user's signature, which jit needs for static_argnames.
             traced = functools.wraps(self._fun)(
-                lambda *args, **kwargs: self._traced(errors_now, *args, **kwargs))
-            checked = self._original_jit(traced, **self._jit_kwargs)
-            self._checked_by_errors[errors_now] = checked
-        return checked
+                lambda *args, **kwargs: self._traced(errors_now, locating, *args, **kwargs))
+            twin = self._twins[errors_now, locating] = self._original_jit(
+                traced, **self._jit_kwargs)
+        return twin
 
-    def _traced(self, errors_now, *args, **kwargs):
+    def _traced(self, errors_now, locating, *args, **kwargs):
         # Runs once per trace (= per compilation), never per call.
-        if recompile_limit is not None:
+        if recompile_limit is not None and not locating:
             recompile.record(self._fun, args, kwargs, recompile_limit)
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
         # Static arguments arrive as plain Python values; only tracers go through checkify.
         dyn_pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, core.Tracer)]
+        per_op_errors = errors_now if locating else errors_now - _VALUE_ERRORS
 
         def body(dyn):
             full = list(leaves)
@@ -77,31 +88,69 @@ class GuardedJit:
             # key object to it twice is key reuse too.
             self._key_positions.update(i for i, val in zip(dyn_pos, dyn)
                                        if keys.is_consumed(val))
-            return out, _has_nan(out)
+            return out, _value_alarm(errors_now, dyn, out)
 
         _local.depth = getattr(_local, "depth", 0) + 1
         try:
             # Ops whose recorded frames hold no user code (`jax.jit(jnp.log)`) are
             # attributed to the line that calls the compiled function.
             with checks.outer_frames(checks.CALL_SITE):
-                err, (out, out_has_nan) = ck.checkify(body, errors=errors_now)(
+                err, (out, value_alarm) = ck.checkify(body, errors=per_op_errors)(
                     [leaves[i] for i in dyn_pos])
         finally:
             _local.depth -= 1
-        return err, out, out_has_nan
+        alarm = functools.reduce(jnp.logical_or, err._pred.values(), value_alarm)
+        return alarm, err, out
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # pytest: show the user's line, not this wrapper
         if not active or _tracing_guarded():
             # Guards off, or nested inside a guarded jit whose checkify covers this call.
             return self._plain(*args, **kwargs)
-        err, out, out_has_nan = self._checked(errors)(*args, **kwargs)
-        raise_if_error(err, out_has_nan)
+        alarm, err, out = self._twin(errors, False)(*args, **kwargs)
+        try:
+            alarmed = bool(alarm)  # the one device-to-host read per call
+        except jax.errors.ConcretizationTypeError:
+            raise_under_transform(err)  # called under an eager vmap
+        else:
+            if alarmed:
+                self._raise(err, out, args, kwargs)
         if self._key_positions:
             leaves = jax.tree_util.tree_leaves((args, kwargs))
             for i in sorted(self._key_positions):
-                keys.consume(leaves[i], f"jitted {getattr(self, '__name__', 'function')}")
+                keys.consume(leaves[i], f"jitted {self._name()}")
         return out
+
+    def _raise(self, err, out, args, kwargs) -> None:
+        __tracebackhide__ = True
+        exc = err.get_exception()
+        if exc is None:  # a NaN/Inf reached an output: find the op that made it
+            if any(isinstance(leaf, jax.Array) and not isinstance(leaf, core.Tracer)
+                   and leaf.is_deleted()
+                   for leaf in jax.tree_util.tree_leaves((args, kwargs))):
+                raise self._donated_error(out)
+            _, err, _ = self._twin(errors, True)(*args, **kwargs)
+            exc = err.get_exception()
+            if exc is None:  # no op made it from clean values (a NaN constant): fine
+                return
+        guard_error = checks.to_guard_error(exc)
+        if guard_error is None:
+            raise exc
+        raise guard_error from None
+
+    def _donated_error(self, out):
+        has_nan = any(np.isnan(np.asarray(leaf)).any() for leaf in _float_leaves(out))
+        kind, cls = ("NaN", NaNError) if has_nan else ("Inf", InfError)
+        frames = checks._user_frames(checks.python_frames(3))
+        where = format_where(frames[0][0], frames[0][1]) if frames else "<unknown location>"
+        return cls(f"{where}: {kind} in the output of {self._name()}() although its inputs "
+                   f"had none. Its arguments were donated (donate_argnums), so jaxguard "
+                   f"could not re-run it to find the operation: call it once without "
+                   f"donation to see the operation and its line.", where=where,
+                   op=self._name())
+
+    def _name(self) -> str:
+        return getattr(self, "__name__", "function")
 
     def __get__(self, instance, owner=None):
         # `@jax.jit` on a method: bind like a function does.
@@ -119,42 +168,41 @@ class GuardedJit:
         return f"<jaxguard-guarded {self._plain!r}>"
 
 
-def _has_nan(out):
-    leaves = [x for x in jax.tree_util.tree_leaves(out)
-              if hasattr(x, "dtype") and dtypes.issubdtype(x.dtype, jnp.inexact)]
-    if not leaves:
-        return jnp.bool_(False)
-    return functools.reduce(jnp.logical_or, [jnp.any(jnp.isnan(x)) for x in leaves])
+_VALUE_ERRORS = frozenset({checks.GuardNaN, checks.GuardInf})
 
 
-def raise_if_error(err, out_has_nan) -> None:
+def _float_leaves(tree):
+    return [x for x in jax.tree_util.tree_leaves(tree)
+            if hasattr(x, "dtype") and dtypes.issubdtype(x.dtype, jnp.inexact)]
+
+
+def _any(pred, leaves):
+    return functools.reduce(jnp.logical_or, [jnp.any(pred(x)) for x in leaves],
+                            jnp.bool_(False))
+
+
+def _value_alarm(errors_now, inputs, out):
+    """On-device flag: an output holds a NaN (Inf) and no input did. NaNs masked before
+    they reach an output do not count: the user never sees them."""
+    ins, outs = _float_leaves(inputs), _float_leaves(out)
+    alarm = jnp.bool_(False)
+    if checks.GuardNaN in errors_now:
+        alarm = alarm | (_any(jnp.isnan, outs) & ~_any(jnp.isnan, ins))
+    if checks.GuardInf in errors_now:
+        alarm = alarm | (_any(jnp.isinf, outs) & ~_any(lambda x: ~jnp.isfinite(x), ins))
+    return alarm
+
+
+def raise_under_transform(err) -> None:
+    """Under an eager vmap the flags are batched: let checkify's check primitive raise."""
     __tracebackhide__ = True
     try:
-        exc = err.get_exception()
-    except jax.errors.ConcretizationTypeError:
-        # Called under an eager vmap/grad: let checkify's own check primitive raise.
-        try:
-            ck.check_error(err)
-        except ck.JaxRuntimeError as runtime_error:
-            exc = runtime_error.__cause__
-            if checks.to_guard_error(exc) is None:
-                raise
-        else:
-            return
-    if exc is None:
-        return
-    if isinstance(exc, checks.GuardNaN) and not isinstance(exc, checks.GuardInf):
-        # A NaN that was masked (jnp.where, nan-aware reductions) before reaching any
-        # output is not a bug the user can see.
-        try:
-            if not bool(out_has_nan):
-                return
-        except jax.errors.ConcretizationTypeError:
-            pass
-    guard_error = checks.to_guard_error(exc)
-    if guard_error is None:
-        raise exc
-    raise guard_error from None
+        ck.check_error(err)
+    except ck.JaxRuntimeError as runtime_error:
+        guard_error = checks.to_guard_error(runtime_error.__cause__)
+        if guard_error is None:
+            raise
+        raise guard_error from None
 
 
 def make_jit(original_jit):

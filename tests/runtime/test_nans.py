@@ -112,6 +112,16 @@ def test_donation_is_preserved(guards):
     assert x.is_deleted()
 
 
+def test_nan_in_a_donating_function_names_the_call_site(guards):
+    # The arguments are gone after the call, so the op cannot be located by a re-run;
+    # the error still names the call and says how to locate it.
+    f = jax.jit(lambda x: jnp.log(x - 2), donate_argnums=0)
+    with pytest.raises(jaxguard.NaNError) as info:
+        f(jnp.ones(3))  # donated-line
+    assert_where(info.value, line_of("# donated-line"))
+    assert "without donation" in str(info.value)
+
+
 def test_static_argnums_and_methods_work(guards):
     class Model:
         def __init__(self, scale):
