@@ -586,7 +586,7 @@ class UnknownConfigOption(Rule):
         ctx = self.ctx
         qualified = ctx.qualname(node.func)
         args = positional(node)
-        if qualified in ("jax.config.update", "jax.config.read") and args:
+        if qualified in ("jax.config.update", "jax.config.read", "jax.config.config.update") and args:
             name = literal_str(args[0])
             if name is not None and name not in config_data()["options"]:
                 self._report(args[0], repr(name), name, config_data()["options"])

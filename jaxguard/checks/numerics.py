@@ -831,7 +831,7 @@ class DebugFlagCommitted(Rule):
             return
         ctx = self.ctx
         qualified = ctx.qualname(node.func)
-        if qualified == "jax.config.update":
+        if qualified in ("jax.config.update", "jax.config.config.update"):  # also the old module's
             args = positional(node)
             if len(args) == 2 and literal_str(args[0]) in DEBUG_OPTIONS and is_true_literal(args[1]):
                 self.report(node, self.message.format(what=f"jax.config.update({literal_str(args[0])!r}, True)"))
