@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import traceback
 from dataclasses import dataclass, field
 
@@ -220,8 +221,15 @@ def _lint_module(module: cst.Module, source: str, path: str, settings: LintSetti
     except Exception as error:  # one rule's bug must not stop the run
         code, name = INTERNAL_ERROR
         where = traceback.extract_tb(error.__traceback__)[-1]
-        message = f"internal error: {type(error).__name__}: {error} (at {where.name}:{where.lineno})"
-        return [Diagnostic(code, name, message, 1, 1, 1, 1, path=path)]
+        failing = _failing_rule(error)
+        culprit = f" in rule {failing.code} ({failing.name})" if failing is not None else ""
+        message = f"internal error{culprit}: {type(error).__name__}: {error} (at {where.name}:{where.lineno})"
+        report = Diagnostic(code, name, message, 1, 1, 1, 1, path=path)
+        if failing is not None and failing.code in settings.enabled:
+            # The other rules still run on this file.
+            rest = dataclasses.replace(settings, enabled=settings.enabled - {failing.code})
+            return [report] + _lint_module(module, source, path, rest)
+        return [report]
     if not ctx.reports:
         return diagnostics
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -254,6 +262,16 @@ def _lint_module(module: cst.Module, source: str, path: str, settings: LintSetti
         )
     diagnostics.sort(key=Diagnostic.sort_key)
     return diagnostics
+
+
+def _failing_rule(error: BaseException) -> Rule | None:
+    """The innermost rule whose method raised `error`, if any."""
+    failing = None
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, Rule):
+            failing = candidate
+    return failing
 
 
 def _statement_lines(report: _Report, positions, span) -> list[int]:
