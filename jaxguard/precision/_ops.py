@@ -79,14 +79,19 @@ def _source(eqn) -> tuple[str, str]:
 class Record:
     """One checked equation output.
 
-    Errors are normwise relative errors, ``max|working - reference| / max|float64 value|``,
-    so scaling a tensor does not change them. ``local_error`` compares with the same op
-    in float64 on the same inputs; ``accumulated_error`` with the float64 shadow of the
-    whole program up to here; ``amplification`` is accumulated error out over the worst
-    accumulated error in (floored at the dtype's epsilon); ``introduced`` is the error this
-    op adds, ``max(local, accumulated - accumulated in)``, and ``score`` is that in units
-    of rtol. ``flips`` counts boolean/integer elements (comparisons, argmax, branch
-    indices, loop counters) that differ from the float64 program.
+    ``local_error`` compares the working value with the same op in float64 on the same
+    inputs; ``accumulated_error`` with the float64 shadow of the whole program up to
+    here. Both are normwise relative errors, ``max|working - reference| / max|float64|``.
+
+    The verdicts use tolerance ratios, elementwise ``|working - reference| / (atol +
+    rtol * |reference|)`` maximized over the tensor (above 1 is out of tolerance):
+    ``tolerance_ratio`` against the shadow, ``local_tolerance_ratio`` against the local
+    reference. ``amplification`` is this op's tolerance ratio over the largest one among
+    its inputs, floored at one rounding (eps / rtol). ``score`` ranks the error an op INTRODUCES:
+    its local ratio, or its shadow ratio divided by what came in (never by less than 1),
+    so ops that merely pass an error on score about 1. ``flips`` counts boolean/integer
+    elements (comparisons, argmax, branch indices, loop counters) that differ from the
+    float64 program; each counts as one unit of score.
     """
 
     index: int
@@ -100,7 +105,7 @@ class Record:
     local_error: float = 0.0
     accumulated_error: float = 0.0
     amplification: float = 1.0
-    introduced: float = 0.0
+    score: float = 0.0
     local_tolerance_ratio: float = 0.0  # max |working - local| / (atol + rtol*|local|); > 1 fails
     tolerance_ratio: float = 0.0  # the same against the float64 shadow
     mismatches: int = 0
@@ -108,16 +113,8 @@ class Record:
     flips: int = 0
     failed: bool = False
 
-    @property
-    def score(self) -> float:
-        if not is_inexact(self.dtype):  # integer/bool outputs: each flipped element counts as one unit
-            return float(self.flips)
-        return self.introduced / self.rtol if self.rtol else (float("inf") if self.introduced else 0.0)
-
     def to_json(self) -> dict:
-        out = dataclasses.asdict(self)
-        out["score"] = self.score
-        return out
+        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass
@@ -355,6 +352,7 @@ def _records_from_stats(sites, stats):
         l_diff, l_ratio, a_diff, a_ratio, scale, a_bad, flips = np.nan_to_num(row, nan=np.inf).tolist()
         rec.flips = int(flips)
         if not is_inexact(aval.dtype):
+            rec.score = float(rec.flips)
             rec.failed = rec.flips > 0
             records.append(rec)
             continue
@@ -363,14 +361,12 @@ def _records_from_stats(sites, stats):
         rec.local_tolerance_ratio, rec.tolerance_ratio, rec.mismatches = l_ratio, a_ratio, int(a_bad)
         rec.max_abs_error = a_diff
         inputs = [records[j] for j in site.inputs if j != UNRECORDED]
-        acc_in = max((r.accumulated_error for r in inputs), default=0.0)
-        floor = float(finfo(aval.dtype).eps)
-        rec.amplification = rec.accumulated_error / max(acc_in, floor)
-        rec.introduced = max(rec.local_error, rec.accumulated_error - acc_in, 0.0)
-        inherited = any(r.mismatches for r in inputs)
-        rec.failed = rec.local_tolerance_ratio > 1 or (
-            rec.mismatches > 0 and (not inherited or rec.amplification > AMPLIFICATION_LIMIT)
-        )
+        ratio_in = max((r.tolerance_ratio for r in inputs), default=0.0)
+        # One rounding of the output is eps / rtol in tolerance units: the least error "in".
+        one_rounding = float(finfo(aval.dtype).eps) / max(site.rtol, _TINY)
+        rec.amplification = a_ratio / max(ratio_in, one_rounding)
+        rec.score = max(l_ratio, a_ratio / max(ratio_in, 1.0))
+        rec.failed = l_ratio > 1 or (a_ratio > 1 and (ratio_in <= 1 or rec.amplification > AMPLIFICATION_LIMIT))
         records.append(rec)
     return records
 

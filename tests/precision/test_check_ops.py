@@ -36,7 +36,8 @@ def test_cancellation_is_ranked_worst_at_its_line():
     # Ops downstream carry the error but did not introduce it: not failures, ranked low.
     downstream = [r for r in report.records if r.primitive in ("sin", "mul")]
     assert downstream and all(not r.failed and r.accumulated_error > 0.1 for r in downstream)
-    assert all(r.score < 1 for r in downstream)
+    # (a score near the op's own gain: `* 2.0` doubles absolute errors).
+    assert all(r.score < 3 for r in downstream) and worst.score > 1e4
     assert "sub" in str(report) and line_of("CANCEL") in str(report)
 
 
