@@ -1,12 +1,14 @@
-"""`jaxguard check | rule | rules | run | precision`.
+"""`jaxguard check | clean | rule | rules | run | precision`.
 
-Exit codes: 0 clean, 1 findings remain, 2 usage error, unreadable/unparsable file or
-internal error.
+Exit codes of `check`: 0 clean, 1 findings remain, 2 usage or configuration error, or a
+file that could not be checked (missing, unreadable, not text, does not parse, JG001-JG003);
+every other file is still checked and reported. See docs/lint-at-scale.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import sys
 from pathlib import Path
@@ -31,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     check = commands.add_parser("check", help="lint files and directories")
-    check.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    check.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .); - reads stdin")
     check.add_argument("--select", action="append", help="codes or prefixes to enable (replaces the default set; ALL for every rule)")
     check.add_argument("--ignore", action="append", help="codes or prefixes to disable")
     check.add_argument("--extend-select", action="append", help="codes or prefixes to enable on top of the selection")
@@ -39,11 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     check.add_argument("--unsafe-fixes", action="store_true", help="also apply fixes that may change behavior")
     check.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them")
-    check.add_argument("--output-format", choices=("text", "json"), default="text")
+    check.add_argument("--output-format", choices=("text", "concise", "json", "github", "sarif"), default="text")
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     check.add_argument("--config", metavar="FILE", help="pyproject.toml to read [tool.jaxguard] from")
     check.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
+    check.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="processes to use (default: all cores)")
+    check.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    check.add_argument("--cache-dir", metavar="DIR", help="where the cache lives (default: .jaxguard_cache next to the config)")
+    check.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin (for config and messages)")
+    check.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)  # for tests and benchmarks
+
+    clean = commands.add_parser("clean", help="delete the result cache")
+    clean.add_argument("--cache-dir", metavar="DIR", help="the cache to delete (default: .jaxguard_cache next to the config)")
+    clean.add_argument("--config", metavar="FILE", help="pyproject.toml whose directory holds the cache")
 
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", help="a rule code (JG301) or name (in-place-update)")
@@ -69,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "check":
             return _check(args)
+        if args.command == "clean":
+            return _clean(args)
         if args.command == "rule":
             return _rule(args.code)
         if args.command == "rules":
@@ -107,20 +120,64 @@ def _rules() -> int:
     return EXIT_CLEAN
 
 
-def _check(args: argparse.Namespace) -> int:
-    from jaxguard.config import ConfigError, find_pyproject, load_config
-    from jaxguard.lint import report
-    from jaxguard.lint.discover import discover
-    from jaxguard.lint.files import check_file, io_error
+def _load_config(args: argparse.Namespace):
+    from jaxguard.config import find_pyproject, load_config
+
+    if args.config:
+        config_path = Path(args.config)
+    else:
+        config_path = find_pyproject(Path.cwd())
+        paths = [p for p in getattr(args, "paths", []) if p != "-"]
+        if config_path is None and paths and Path(paths[0]).exists():
+            config_path = find_pyproject(Path(paths[0]))
+    return load_config(config_path)
+
+
+def _cache_dir(args: argparse.Namespace, config) -> Path:
+    from jaxguard.lint.cache import default_cache_dir
+
+    return Path(args.cache_dir) if args.cache_dir else default_cache_dir(config.root)
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from jaxguard.config import ConfigError
+    from jaxguard.lint.cache import clean
 
     try:
-        if args.config:
-            config_path = Path(args.config)
-        else:
-            config_path = find_pyproject(Path.cwd())
-            if config_path is None and args.paths and Path(args.paths[0]).exists():
-                config_path = find_pyproject(Path(args.paths[0]))
-        config = load_config(config_path)
+        directory = _cache_dir(args, _load_config(args))
+        removed = clean(directory)
+    except ConfigError as error:
+        return _fail(str(error))
+    except (OSError, ValueError) as error:
+        return _fail(f"cannot delete the cache: {error}")
+    print(f"Removed cache at {directory}" if removed else f"No cache at {directory}")
+    return EXIT_CLEAN
+
+
+def _missing(raw: str):
+    """The one-line diagnostic for a command-line path that is not a file or directory."""
+    import os
+
+    from jaxguard.lint.files import io_error
+
+    if os.path.islink(raw):
+        try:
+            os.stat(raw)
+        except OSError as error:
+            return io_error(raw, f"cannot read: {error.strerror or error} (symlink)")
+    if os.path.lexists(raw):
+        return io_error(raw, "not a regular file or directory")
+    return io_error(raw, "no such file or directory")
+
+
+def _check(args: argparse.Namespace) -> int:
+    from jaxguard.config import ConfigError
+    from jaxguard.lint import report
+    from jaxguard.lint.discover import discover
+    from jaxguard.lint.parallel import Task, run
+
+    try:
+        config = _load_config(args)
         if args.select is not None:
             config.select = _codes(args.select)
         config.ignore += _codes(args.ignore)
@@ -129,50 +186,109 @@ def _check(args: argparse.Namespace) -> int:
         config.validate()
     except ConfigError as error:
         return _fail(str(error))
+    if args.jobs < 0:
+        return _fail("--jobs must be 0 (all cores) or more")
+
+    if "-" in args.paths:
+        if args.paths != ["-"]:
+            return _fail("'-' (stdin) cannot be combined with other paths")
+        return _check_stdin(args, config)
 
     found = discover(args.paths, config.exclude, config.root)
     fix = args.fix or args.diff
-    diagnostics = [io_error(path, "no such file or directory") for path in found.missing]
+    diagnostics = [_missing(path) for path in found.missing]
     error = bool(found.missing)
     fixed = 0
     unsafe_hidden = 0
-    diffs: list[str] = []
-    for path in found.files:
-        result = check_file(path, config.settings_for(path), fix=fix, unsafe=args.unsafe_fixes, write=not args.diff)
+    diffs: list[tuple[str, str]] = []
+    cache_dir = None if args.no_cache else str(_cache_dir(args, config))
+    tasks = [
+        Task(path, config.settings_for(path), fix, args.unsafe_fixes, not args.diff, not args.no_prefilter)
+        for path in found.files
+    ]
+    for result in run(tasks, args.jobs, cache_dir):
+        path = result.path
         diagnostics.extend(result.diagnostics)
         error = error or result.error
         fixed += result.fixed
         if not args.unsafe_fixes:
             unsafe_hidden += sum(1 for d in result.diagnostics if d.fix is not None and not d.fix.safe)
         if args.diff and result.fixed_source is not None and result.fixed_source != result.original:
-            diffs.append(
-                "".join(
-                    difflib.unified_diff(
-                        result.original.splitlines(keepends=True),
-                        result.fixed_source.splitlines(keepends=True),
-                        fromfile=f"a/{path}",
-                        tofile=f"b/{path}",
-                    )
-                )
-            )
-    diagnostics.sort(key=lambda d: d.sort_key())
+            diffs.append((path, _diff(path, result.original, result.fixed_source)))
+    diagnostics.sort(key=report.sort_key)
+    diffs.sort()
+    return _finish(args, diagnostics, error, fixed, unsafe_hidden, "".join(d for _, d in diffs))
+
+
+def _diff(path: str, original: str, fixed: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            original.splitlines(keepends=True),
+            fixed.splitlines(keepends=True),
+            fromfile=f"a/{path}",
+            tofile=f"b/{path}",
+        )
+    )
+
+
+def _check_stdin(args: argparse.Namespace, config) -> int:
+    """`jaxguard check - --stdin-filename path`: what editors run on every keystroke.
+
+    Findings go to stdout; with --fix the fixed text goes to stdout and the findings that
+    remain to stderr; with --diff the diff goes to stdout.
+    """
+    from jaxguard.lint.files import decode_source, fix_text, io_error, lint_text
+
+    name = args.stdin_filename or "-"
+    settings = config.settings_for(name) if args.stdin_filename else config.settings_for("stdin.py")
+    data = sys.stdin.buffer.read()
+    fix = args.fix or args.diff
+    if name.endswith(".ipynb"):
+        from jaxguard.lint.notebook import check_notebook_text
+
+        outcome = check_notebook_text(data, name, settings, fix=fix, unsafe=args.unsafe_fixes)
+        diagnostics, error, fixed, original, new = outcome.diagnostics, outcome.error, outcome.fixed, outcome.original, outcome.fixed_text
+    else:
+        try:
+            source, _ = decode_source(data)
+        except ValueError as problem:
+            return _finish(args, [io_error(name, str(problem))], True, 0, 0, "")
+        original = source
+        if fix:
+            new, fixed, diagnostics, error = fix_text(source, name, settings, args.unsafe_fixes, not args.no_prefilter)
+        else:
+            (diagnostics, error), fixed, new = lint_text(source, name, settings, not args.no_prefilter), 0, source
+    unsafe_hidden = 0 if args.unsafe_fixes else sum(1 for d in diagnostics if d.fix is not None and not d.fix.safe)
+    if args.fix and not args.diff:
+        sys.stdout.write(new if new is not None else original or "")
+        sys.stdout.flush()
+        with contextlib.redirect_stdout(sys.stderr):
+            return _finish(args, diagnostics, error, fixed, unsafe_hidden, "")
+    diff = _diff(name, original, new) if args.diff and original is not None and new is not None and new != original else ""
+    return _finish(args, diagnostics, error, fixed, unsafe_hidden, diff)
+
+
+def _finish(args, diagnostics, error: bool, fixed: int, unsafe_hidden: int, diff: str) -> int:
+    from jaxguard.lint import report
 
     if args.diff:
-        sys.stdout.write("".join(diffs))
+        sys.stdout.write(diff)
         if not args.quiet:
             print(f"Would fix {fixed} error{'s' if fixed != 1 else ''}.", file=sys.stderr)
         if error:
             return EXIT_ERROR
         return EXIT_FINDINGS if fixed and not args.exit_zero else EXIT_CLEAN
 
-    if args.statistics and args.output_format == "text":
+    if args.statistics and args.output_format in ("text", "concise"):
         if diagnostics:
             print(report.statistics(diagnostics))
+    elif args.statistics and args.output_format == "json":
+        print(report.statistics_json(diagnostics))
     else:
         rendered = report.render(diagnostics, args.output_format)
         if rendered:
             print(rendered)
-    if not args.quiet and args.output_format == "text":
+    if not args.quiet and args.output_format in ("text", "concise"):
         print(report.summary(diagnostics, fixed, unsafe_hidden, args.fix))
     if error:
         return EXIT_ERROR

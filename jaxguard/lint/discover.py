@@ -13,7 +13,7 @@ import pathspec
 SKIPPED_DIRS = frozenset(
     {"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", "env", "__pypackages__", ".jaxguard_cache"}
 )
-SOURCE_SUFFIXES = (".py", ".pyi")
+SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 @dataclass

@@ -1,0 +1,69 @@
+"""Cheap checks before libcst: a text prefilter and a CPython-parser guard.
+
+1. Guard. libcst's native parser recurses without a limit and crashes the process (a
+   segfault, not an exception) on pathologically nested code, and takes minutes on some
+   long chains. CPython's own parser rejects such code in milliseconds, so a file is only
+   given to libcst after `compile(..., PyCF_ONLY_AST)` accepted it, or failed with an
+   ordinary syntax error (libcst then reports it as JG001, as without the guard).
+
+2. Prefilter. Every rule needs something from JAX: a traced function (a JAX / equinox / flax
+   transform, or a configured traced decorator), a `jax.numpy` array, a PRNG key, a JAX
+   config call. A file whose text mentions none of those names (case-insensitively, anywhere,
+   comments included) cannot produce a finding, so it is not parsed by libcst at all. That
+   this changes no finding is tested over every rule's examples and the test snippets
+   (tests/test_scale_prefilter.py), so a new rule that can fire without JAX fails there.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from functools import lru_cache
+
+from jaxguard.lint.diagnostic import Diagnostic
+from jaxguard.lint.registry import SYNTAX_ERROR
+
+# Names whose absence from a file's text means no rule can fire (besides configured
+# traced decorators). "jax" covers jaxlib, jax_enable_x64, JAX_ENABLE_X64, flax's imports.
+BASE_TRIGGERS = ("jax", "jnp", "lax", "equinox", "eqx", "flax", "nnx")
+
+
+@lru_cache(maxsize=64)
+def _trigger_pattern(traced_decorators: tuple[str, ...]) -> re.Pattern:
+    words = set(BASE_TRIGGERS)
+    try:
+        from jaxguard.lint import facts
+
+        for table in ("TRACING_TRANSFORMS", "LAX_BODIES", "GRAD_TRANSFORMS"):
+            for name in getattr(facts, table, ()):
+                words.add(name.split(".", 1)[0])
+    except Exception:  # pragma: no cover - facts is always importable
+        pass
+    for decorator in traced_decorators:
+        words.add(decorator.rsplit(".", 1)[-1])
+    return re.compile("|".join(sorted(map(re.escape, words))), re.IGNORECASE)
+
+
+def mentions_jax(source: str, traced_decorators: tuple[str, ...] = ()) -> bool:
+    return _trigger_pattern(tuple(traced_decorators)).search(source) is not None
+
+
+def python_guard(source: str, path: str) -> tuple[bool, Diagnostic | None]:
+    """(CPython parsed it, a JG001 for code too deep or complex to give to libcst)."""
+    try:
+        compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (RecursionError, MemoryError):
+        return False, too_complex(path, 1, 1)
+    except SyntaxError as error:
+        text = str(error.msg or "")
+        if "too many nested" in text or "too complex" in text or "nested too deeply" in text:
+            return False, too_complex(path, error.lineno or 1, error.offset or 1, text)
+        return False, None
+    except (ValueError, OverflowError):  # null bytes, absurd literals
+        return False, None
+    return True, None
+
+
+def too_complex(path: str, line: int, column: int, reason: str = "nested too deeply") -> Diagnostic:
+    code, name = SYNTAX_ERROR
+    return Diagnostic(code, name, f"cannot parse: {reason} (Python itself cannot compile it)", line, column, line, column, path=path)
