@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax._src import checkify as ck
-from jax._src import core, dtypes
+from jax._src import api, core, dtypes
 
 from jaxguard.runtime import checks, keys, recompile
 from jaxguard.runtime.errors import InfError, NaNError, format_where
@@ -56,6 +56,8 @@ class GuardedJit:
         self._key_positions: set[int] = set()  # flat argument positions of consumed keys
         self._plain = original_jit(fun, **jit_kwargs)
         self._twins: dict = {}  # (error classes, locating?) -> jitted twin
+        self._donates = any(jit_kwargs.get(name) not in (None, (), [])
+                            for name in ("donate_argnums", "donate_argnames"))
         functools.update_wrapper(self, fun, updated=())
 
     def _twin(self, errors_now, locating: bool):
@@ -88,7 +90,7 @@ class GuardedJit:
             # key object to it twice is key reuse too.
             self._key_positions.update(i for i, val in zip(dyn_pos, dyn)
                                        if keys.is_consumed(val))
-            return out, _value_alarm(errors_now, dyn, out)
+            return out, _value_alarm(errors_now, dyn, out, check_inputs=self._donates)
 
         _local.depth = getattr(_local, "depth", 0) + 1
         try:
@@ -125,10 +127,12 @@ class GuardedJit:
         __tracebackhide__ = True
         exc = err.get_exception()
         if exc is None:  # a NaN/Inf reached an output: find the op that made it
+            leaves = jax.tree_util.tree_leaves((args, kwargs))
             if any(isinstance(leaf, jax.Array) and not isinstance(leaf, core.Tracer)
-                   and leaf.is_deleted()
-                   for leaf in jax.tree_util.tree_leaves((args, kwargs))):
+                   and leaf.is_deleted() for leaf in leaves):
                 raise self._donated_error(out)
+            if not self._donates and bool(_bad_inputs(errors, leaves)):
+                return  # the NaN came in with the arguments, it was not made here
             _, err, _ = self._twin(errors, True)(*args, **kwargs)
             exc = err.get_exception()
             if exc is None:  # no op made it from clean values (a NaN constant): fine
@@ -176,21 +180,48 @@ def _float_leaves(tree):
             if hasattr(x, "dtype") and dtypes.issubdtype(x.dtype, jnp.inexact)]
 
 
-def _any(pred, leaves):
-    return functools.reduce(jnp.logical_or, [jnp.any(pred(x)) for x in leaves],
-                            jnp.bool_(False))
+def _sum(leaves):
+    """One scalar that is NaN when any leaf holds a NaN. A sum is about 4x cheaper than
+    `any(isnan(x))` on CPU; its rare false alarm (+inf and -inf in one output) only costs
+    a locating re-run that then finds nothing."""
+    total = jnp.float32(0)
+    for x in leaves:
+        if jnp.issubdtype(x.dtype, jnp.complexfloating):
+            x = jnp.real(x) + jnp.imag(x)
+        total = total + jnp.sum(x, dtype=jnp.promote_types(x.dtype, jnp.float32))
+    return total
 
 
-def _value_alarm(errors_now, inputs, out):
-    """On-device flag: an output holds a NaN (Inf) and no input did. NaNs masked before
-    they reach an output do not count: the user never sees them."""
-    ins, outs = _float_leaves(inputs), _float_leaves(out)
-    alarm = jnp.bool_(False)
-    if checks.GuardNaN in errors_now:
-        alarm = alarm | (_any(jnp.isnan, outs) & ~_any(jnp.isnan, ins))
+def _bad_values(errors_now, leaves):
+    """On-device flag: some leaf holds a NaN (or, when Infs are checked, an Inf)."""
+    leaves = _float_leaves(leaves)
+    if not leaves:
+        return jnp.bool_(False)
     if checks.GuardInf in errors_now:
-        alarm = alarm | (_any(jnp.isinf, outs) & ~_any(lambda x: ~jnp.isfinite(x), ins))
+        leaves = [x * 0 for x in leaves]  # x * 0 is NaN exactly where x is NaN or Inf
+    return jnp.isnan(_sum(leaves))
+
+
+def _value_alarm(errors_now, inputs, out, check_inputs: bool):
+    """On-device flag: an output holds a NaN (Inf) and, if `check_inputs`, no input did.
+    NaNs masked before they reach an output do not count: the user never sees them.
+    Inputs are checked here only for functions that donate them; the others are checked
+    after an alarm, which saves a pass over the inputs on every call."""
+    if not errors_now & _VALUE_ERRORS:
+        return jnp.bool_(False)
+    alarm = _bad_values(errors_now, out)
+    if check_inputs:
+        alarm = alarm & ~_bad_values(errors_now, inputs)
     return alarm
+
+
+# jax's own jit (jax.jit itself may be patched): checks run as one compiled call.
+_bad_inputs_jitted = api.jit(_bad_values, static_argnums=0)
+
+
+def _bad_inputs(errors_now, leaves):
+    return _bad_inputs_jitted(errors_now, [x for x in leaves
+                                           if isinstance(x, (jax.Array, np.ndarray))])
 
 
 def raise_under_transform(err) -> None:
