@@ -96,6 +96,7 @@ class checking:
             return jitted(*args, **kwargs)
 
         with_arrays.__name__ = getattr(jitted, "__name__", "jitted")
+        self.active = False  # jitted functions called while checking are not checked again
         try:
             report = check_ops(
                 with_arrays,
@@ -109,6 +110,8 @@ class checking:
         except Exception as exc:  # a checker bug must never break the user's program
             warnings.warn(f"jaxguard.precision could not check {with_arrays.__name__}: {exc!r}", PrecisionWarning)
             return
+        finally:
+            self.active = True
         if report.failures:
             self.reports.append(report)
             if self.path is None:

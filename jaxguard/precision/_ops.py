@@ -296,7 +296,8 @@ class _Instrumenter:
         if self.checks_per_site[site] > self.max_checks:
             self.skipped += len(wout)
             return [lossy] * len(wout)
-        float_in = any(is_inexact(v.aval.dtype) for v in eqn.invars if not is_key(v.aval))
+        float_in_dtypes = [v.aval.dtype for v in eqn.invars if not is_key(v.aval) and is_inexact(v.aval.dtype)]
+        float_in = bool(float_in_dtypes)
         # On exact inputs the local reference IS the shadow: save the second float64 op.
         local = sout if not merged else None
         origins = []
@@ -310,7 +311,9 @@ class _Instrumenter:
             if is_inexact(aval.dtype):
                 if local is None:
                     local = apply_wide(eqn, [widen(x) for x in win])
-                rtol, atol = tolerance(aval.dtype, rtol=self.rtol, atol=self.atol)
+                # Like assert_close on mixed dtypes, the loosest of inputs and output: an
+                # upcast from float16 must not be held to float32's tolerance.
+                rtol, atol = tolerance(aval.dtype, *float_in_dtypes, rtol=self.rtol, atol=self.atol)
                 shadow_stats = _float_stats(w, s, rtol, atol, True)
                 local_stats = shadow_stats[:2] if local is sout else _float_stats(w, local[k], rtol, atol, False)
                 vec = local_stats + shadow_stats + [0]

@@ -82,18 +82,23 @@ def widen_closed_jaxpr(closed):
     return jax.make_jaxpr(lambda *xs: eval_wide(closed.jaxpr, closed.consts, xs))(*avals)
 
 
+def widen_param(value):
+    """A parameter for the float64 op: dtypes and (closed or open) jaxprs widened."""
+    if isinstance(value, np.dtype):
+        return wide_dtype(value)
+    if isinstance(value, jcore.ClosedJaxpr):
+        return widen_closed_jaxpr(value)
+    if isinstance(value, jcore.Jaxpr) and not value.constvars:  # e.g. scatter's update_jaxpr
+        return widen_closed_jaxpr(jcore.ClosedJaxpr(value, ())).jaxpr
+    if isinstance(value, tuple) and any(isinstance(v, (jcore.ClosedJaxpr, jcore.Jaxpr)) for v in value):
+        # cond's branches; linear_solve's jaxprs is a namedtuple that may hold None.
+        widened = [widen_param(v) for v in value]
+        return type(value)(*widened) if hasattr(value, "_fields") else tuple(widened)
+    return value
+
+
 def widen_params(params):
-    out = {}
-    for name, value in params.items():
-        if isinstance(value, np.dtype):
-            out[name] = wide_dtype(value)
-        elif isinstance(value, jcore.ClosedJaxpr):
-            out[name] = widen_closed_jaxpr(value)
-        elif isinstance(value, tuple) and value and all(isinstance(v, jcore.ClosedJaxpr) for v in value):
-            out[name] = tuple(widen_closed_jaxpr(v) for v in value)
-        else:
-            out[name] = value
-    return out
+    return {name: widen_param(value) for name, value in params.items()}
 
 
 def bind(eqn, ins, params=None):

@@ -243,3 +243,35 @@ def test_compiled_program_is_cached():
 def test_nan_and_overflow_are_failures():
     report = check_ops(lambda x: x * 1e38 * 10.0, jnp.ones(3))
     assert any(r.failed and r.primitive == "mul" for r in report.records)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: jax.nn.softmax(x),
+        lambda x: jnp.sort(x, axis=1) + lax.top_k(x, 3)[0].sum(),
+        lambda x: x.at[0, :4].add(1.0),  # scatter-add carries an update jaxpr
+        lambda x: jnp.linalg.solve(x[:, :8] + 8 * jnp.eye(8), x[:, 8]),  # linear_solve's jaxpr tuple
+        lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (2, 2), "VALID"),
+        lambda x: jax.vmap(lambda r: jnp.dot(r, r))(x),
+        lambda x: jax.grad(lambda y: jnp.sum(jnp.tanh(y) ** 2))(x),
+        lambda x: (jnp.argsort(x, axis=1) * 2).astype(jnp.float32) + jax.scipy.special.erf(x),
+    ],
+    ids=["softmax", "sort_topk", "scatter", "solve", "pool", "vmap", "grad", "int_erf"],
+)
+def test_common_programs_run_clean(fn):
+    x = jnp.asarray(RNG.standard_normal((8, 16)), jnp.float32)
+    report = check_ops(fn, x)
+    assert report.records and report.passed, str(report)
+
+
+def test_upcast_is_judged_with_the_looser_tolerance():
+    report = check_ops(lambda x: (x.astype(jnp.float16) * 3).astype(jnp.float32), X)
+    upcast = report.records[-1]
+    assert (upcast.primitive, upcast.dtype, upcast.rtol) == ("convert_element_type", "float32", 1e-3)
+    assert report.passed
+
+
+def test_reduce_precision_is_where_precision_is_lost():
+    report = check_ops(lambda x: lax.reduce_precision(x, 5, 10) * 2.0, X)
+    assert report.first_failure.primitive == "reduce_precision"
