@@ -485,6 +485,8 @@ class X64DtypeWithoutX64(Rule):
         ctx = self.ctx
         qualified = ctx.qualname(node.func) or ""
         found = None
+        if qualified in NOT_ARRAY_CALLS or qualified.startswith(("jax.dtypes.", "jax.numpy.dtypes.")):
+            return  # jnp.finfo(jnp.float64), jnp.issubdtype(t, jnp.float64): no value is created
         if qualified.startswith("jax."):
             module, _, name = qualified.rpartition(".")
             if module == "jax.numpy" and name in X64_DTYPE_NAMES:
@@ -507,9 +509,18 @@ class X64DtypeWithoutX64(Rule):
                 receiver = ctx.kind_of(node.func.value)
                 if receiver == "jax" or (receiver is None and dtype.startswith("jnp.") and self._unknown_receiver_ok(node.func.value)):
                     found = (value, dtype)
-        if found is not None:
+        if found is not None and not self._dtype_dispatch():
             statement = ctx.statement_stack[-1] if ctx.statement_stack else None
             self.candidates.append((found[0], found[1], statement))
+
+    def _dtype_dispatch(self) -> bool:
+        """Inside `if x.dtype == np.float64:` (or any branch on a dtype or the x64 flag)."""
+        for statement in self.ctx.statement_stack:
+            if isinstance(statement, cst.If):
+                test = self.ctx.code(statement.test)
+                if "dtype" in test or "64" in test:
+                    return True
+        return False
 
     def _unknown_receiver_ok(self, receiver: cst.BaseExpression) -> bool:
         """`x.astype(jnp.float64)` with x of unknown kind: only if x is not built by numpy."""

@@ -258,9 +258,7 @@ def _variables(ctx, node: cst.CSTNode) -> set[str]:
         def visit_Attribute(self, attr: cst.Attribute) -> bool:
             dotted = _dotted_name(attr)
             if dotted is not None and _is_variable(ctx, attr):
-                found.add(dotted)
-                root = dotted.split(".")[0]
-                found.add(root)
+                found.add(dotted)  # `self.count`, not `self`: other attributes are other values
                 return False
             return True
 
@@ -434,6 +432,10 @@ class WhereGradNan(Rule):
         ctx = self.ctx
         if isinstance(operand, cst.Call) and ctx.qualname(operand.func) in _GUARDS:
             return True
+        if isinstance(operand, cst.BinaryOperation) and isinstance(operand.operator, cst.Add):
+            # `t + eps`: the epsilon idiom keeps a non-negative operand away from the singularity
+            if _is_epsilon(operand.left) or _is_epsilon(operand.right):
+                return True
         if isinstance(operand, cst.Name):
             owner = ctx.scope.lookup(operand.value)
             values = owner.values.get(operand.value, []) if owner is not None else []
@@ -441,6 +443,13 @@ class WhereGradNan(Rule):
                 isinstance(v, cst.Call) and ctx.facts.qualname(v.func, owner) in _GUARDS for v in values
             )
         return False
+
+
+def _is_epsilon(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return float(node.value.replace("_", "")) > 0
+    name = _dotted_name(node)
+    return name is not None and "eps" in name.rsplit(".", 1)[-1].lower()
 
 
 def _is_constant(node: cst.BaseExpression) -> bool:
@@ -546,6 +555,29 @@ class UnstableNumerics(Rule):
         # a local function named log is not jnp.log
         "import jax.numpy as jnp\ndef log(v):\n    return v\ndef f(x):\n    return log(1 + x)\n",
     )
+
+    def report(self, node, message=None, fix=None, statement=None) -> None:
+        if not self._implementing(message or ""):
+            super().report(node, message, fix, statement)
+
+    def _implementing(self, message: str) -> bool:
+        """The formula is the definition of the stable function itself (a lowering rule,
+        `def _logistic(x)`, `def_comp(lax.expm1_p, lambda x: lax.exp(x) - 1)`): not a finding."""
+        better = message.rpartition("use ")[2]
+        keys = next((k for k in _IMPLEMENTS if k in better), None)
+        if keys is None:
+            return False
+        names = _IMPLEMENTS[keys]
+        function = self.ctx.function
+        while function is not None:
+            if any(n in function.name.lower() for n in names):
+                return True
+            function = self.ctx.facts.enclosing_function(function.parent)
+        statement = self.ctx.statement_stack[-1] if self.ctx.statement_stack else None
+        if isinstance(statement, cst.SimpleStatementLine):
+            text = self.ctx.code(statement).lower()
+            return any(n in text.replace(better.lower(), "") for n in names)
+        return False
 
     # log(...) patterns -----------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -692,6 +724,19 @@ class UnstableNumerics(Rule):
         if found[0] != "numpy":
             fix = self._nn_fix(node, "sigmoid", arg_code(ctx, x), safe=False)
         self.report(node, self.message.format(original="1 / (1 + exp(-x))", better="jax.nn.sigmoid(x)"), fix)
+
+
+# the function a message recommends -> names that mark code implementing that function
+_IMPLEMENTS = {
+    "log1p": ("log1p",),
+    "expm1": ("expm1",),
+    "logaddexp": ("logaddexp",),
+    "softplus": ("softplus",),
+    "logsumexp": ("logsumexp",),
+    "log_softmax": ("log_softmax",),
+    "log_sigmoid": ("log_sigmoid",),
+    "sigmoid": ("sigmoid", "logistic", "expit"),
+}
 
 
 def _arg_text(ctx, arg: cst.Arg) -> str:
