@@ -19,7 +19,7 @@ from jax._src import checkify as ck
 from jax._src import api, core, dtypes
 
 from jaxguard.runtime import checks, keys, recompile
-from jaxguard.runtime.errors import InfError, NaNError, format_where
+from jaxguard.runtime.errors import GuardError, InfError, NaNError, format_where, warn_at_user
 
 _local = threading.local()  # .depth: how many guarded functions are being traced
 
@@ -97,8 +97,22 @@ class GuardedJit:
             # Ops whose recorded frames hold no user code (`jax.jit(jnp.log)`) are
             # attributed to the line that calls the compiled function.
             with checks.outer_frames(checks.CALL_SITE):
-                err, (out, value_alarm) = ck.checkify(body, errors=per_op_errors)(
-                    [leaves[i] for i in dyn_pos])
+                dyn_args = [leaves[i] for i in dyn_pos]
+                try:
+                    err, (out, value_alarm) = ck.checkify(body, errors=per_op_errors)(dyn_args)
+                except GuardError:
+                    raise  # found while tracing (key reuse)
+                except Exception as exc:
+                    if not per_op_errors or locating:
+                        raise  # the locating call reports that it could not locate
+                    # checkify cannot instrument everything (shard_map, pmap inside jit
+                    # on jax 0.10): run without per-op checks. A bug in the user's code
+                    # raises again here, unchanged.
+                    err, (out, value_alarm) = ck.checkify(body, errors=frozenset())(dyn_args)
+                    warn_at_user(f"jaxguard could not add on-device checks to "
+                                 f"{self._name()}() ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0][:120]}); it runs with its "
+                                 f"outputs checked for NaN only.", RuntimeWarning)
         finally:
             _local.depth -= 1
         alarm = functools.reduce(jnp.logical_or, err._pred.values(), value_alarm)
@@ -130,10 +144,18 @@ class GuardedJit:
             leaves = jax.tree_util.tree_leaves((args, kwargs))
             if any(isinstance(leaf, jax.Array) and not isinstance(leaf, core.Tracer)
                    and leaf.is_deleted() for leaf in leaves):
-                raise self._donated_error(out)
+                raise self._unlocated_error(
+                    out, "Its arguments were donated (donate_argnums), so jaxguard could "
+                         "not re-run it to find the operation: call it once without "
+                         "donation to see the operation and its line.")
             if not self._donates and bool(_bad_inputs(errors, leaves)):
                 return  # the NaN came in with the arguments, it was not made here
-            _, err, _ = self._twin(errors, True)(*args, **kwargs)
+            try:
+                _, err, _ = self._twin(errors, True)(*args, **kwargs)
+            except Exception as exc:
+                raise self._unlocated_error(
+                    out, f"jaxguard could not instrument it to find the operation "
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]}).") from None
             exc = err.get_exception()
             if exc is None:  # no op made it from clean values (a NaN constant): fine
                 return
@@ -142,16 +164,13 @@ class GuardedJit:
             raise exc
         raise guard_error from None
 
-    def _donated_error(self, out):
+    def _unlocated_error(self, out, reason: str):
         has_nan = any(np.isnan(np.asarray(leaf)).any() for leaf in _float_leaves(out))
         kind, cls = ("NaN", NaNError) if has_nan else ("Inf", InfError)
         frames = checks._user_frames(checks.python_frames(3))
         where = format_where(frames[0][0], frames[0][1]) if frames else "<unknown location>"
         return cls(f"{where}: {kind} in the output of {self._name()}() although its inputs "
-                   f"had none. Its arguments were donated (donate_argnums), so jaxguard "
-                   f"could not re-run it to find the operation: call it once without "
-                   f"donation to see the operation and its line.", where=where,
-                   op=self._name())
+                   f"had none. {reason}", where=where, op=self._name())
 
     def _name(self) -> str:
         return getattr(self, "__name__", "function")

@@ -84,6 +84,41 @@ def test_eager_grad_of_guarded_function(guards):
     assert_where(info.value, line_of("# eager-grad-line"))
 
 
+def test_nan_in_cond_custom_jvp_and_checkpoint(guards):
+    branch = jax.jit(lambda p, x: lax.cond(p, jnp.log, lambda x: x, x))
+    with pytest.raises(jaxguard.NaNError):
+        branch(True, -1.)
+    assert float(branch(False, -1.)) == -1.
+
+    @jax.custom_jvp
+    def safe_log(x):
+        return jnp.log(x)  # custom-jvp-line
+    safe_log.defjvp(lambda primals, tangents: (safe_log(primals[0]),
+                                               tangents[0] / primals[0]))
+    with pytest.raises(jaxguard.NaNError) as info:
+        jax.jit(safe_log)(-1.)
+    assert_where(info.value, line_of("# custom-jvp-line"))
+    with pytest.raises(jaxguard.NaNError):
+        jax.jit(jax.checkpoint(jnp.sqrt))(-1.)
+
+
+def test_shard_map_nan_is_reported_without_the_op(guards):
+    # checkify cannot instrument shard_map on this jax version: the output check still
+    # catches the NaN, and the error says why the op is not named.
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    mesh = jax.make_mesh((1,), ("i",))
+    f = jax.jit(jax.shard_map(jnp.log, mesh=mesh, in_specs=PartitionSpec("i"),
+                              out_specs=PartitionSpec("i")))
+    x = jax.device_put(jnp.ones(4), NamedSharding(mesh, PartitionSpec("i")))
+    np.testing.assert_array_equal(f(x), np.zeros(4))
+    with pytest.raises(jaxguard.NaNError, match="could not instrument"):
+        f(-x)  # shard-map-line
+    with pytest.raises(jaxguard.NaNError) as info:
+        f(-x)  # shard-map-line-2
+    assert_where(info.value, line_of("# shard-map-line-2"))
+
+
 def test_masked_nan_is_not_reported(guards):
     # The NaN of log(-1) never reaches an output: no false alarm.
     f = jax.jit(lambda x: jnp.where(x > 0, jnp.log(jnp.abs(x) + (x <= 0) * -1.), 0.))

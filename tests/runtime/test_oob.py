@@ -66,6 +66,18 @@ def test_dynamic_slice(guards):
     np.testing.assert_array_equal(f(jnp.arange(5), 2), [2, 3, 4])
 
 
+def test_index_inside_while_loop(guards):
+    def body(carry):
+        i, x = carry
+        return i + 1, x + x[i + 2]  # while-line
+
+    f = jax.jit(lambda x: lax.while_loop(lambda c: c[0] < 3, body, (0, x))[1])
+    with pytest.raises(jaxguard.OutOfBoundsError) as info:
+        f(jnp.ones(4))
+    assert_where(info.value, line_of("# while-line"))
+    f(jnp.ones(5))
+
+
 def test_take_in_jit_and_eagerly(guards):
     f = jax.jit(lambda x, i: jnp.take(x, i))  # take-jit-line
     with pytest.raises(jaxguard.OutOfBoundsError) as info:
