@@ -10,7 +10,7 @@ from importlib import resources
 
 import libcst as cst
 
-from jaxguard.checks.numerics import environ_key
+from jaxguard.checks.numerics import environ_key, number
 from jaxguard.lint.engine import RemoveNode, ReplaceNode
 from jaxguard.lint.facts import keyword, literal_str, positional
 from jaxguard.lint.registry import Rule, register
@@ -358,6 +358,7 @@ class X64EnabledTooLate(Rule):
         "import jax\n@jax.jit\ndef f(x):\n    jax.config.update('jax_enable_x64', True)\n    return x\n",
         "import jax\nimport jax.numpy as jnp\ndef run():\n    x = jnp.zeros(3)\n    jax.config.update('jax_enable_x64', True)\n    return x\n",
         "import jax\nimport jax.numpy as jnp\nclass Model:\n    table = jnp.arange(10)\njax.config.update('jax_enable_x64', True)\n",
+        "import jax\nimport equinox as eqx\n@eqx.filter_jit\ndef f(x):\n    jax.config.update('jax_enable_x64', True)\n    return x\n",
     )
     valid = (
         "import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy as jnp\nx = jnp.ones(3)\n",
@@ -727,6 +728,8 @@ class UnpinnedMatmulPrecision(Rule):
         "from jax import lax\nimport jax.numpy as jnp\nimport numpy as np\ndef t(x, w, dn):\n"
         "    out = lax.conv_general_dilated(x, w, (1, 1), 'SAME', dimension_numbers=dn, precision=lax.Precision.HIGHEST)\n"
         "    np.testing.assert_allclose(out, 0.0)\n",
+        "from functools import partial\nimport jax.numpy as jnp\nimport numpy as np\nhdot = partial(jnp.dot, precision='highest')\n"
+        "def t(a, b):\n    np.testing.assert_allclose(hdot(a, b), np.dot(a, b))\n",
     )
 
     def __init__(self, ctx) -> None:
@@ -796,12 +799,7 @@ class UnpinnedMatmulPrecision(Rule):
 
 
 def _literal_float(node: cst.BaseExpression) -> float | None:
-    if isinstance(node, (cst.Float, cst.Integer)):
-        try:
-            return float(node.value.replace("_", ""))
-        except ValueError:
-            return None
-    return None
+    return number(node)
 
 
 @register
@@ -841,6 +839,7 @@ class LowPrecisionFiniteDifference(Rule):
         "import jax.numpy as jnp\nH = 1e-6\ndef central(f, x):\n    return (f(x + H) - f(x - H)) / (2 * H)\n",
         "import jax\nimport jax.numpy as jnp\nclass Check:\n    def slope(self, params):\n        h = 1e-3\n"
         "        return (self.loss(params + h) - self.loss(params)) / h\n",
+        "import jax.numpy as jnp\ndef make_fd(f):\n    def fd(x):\n        return (f(x + 1e-4) - f(x)) / 1e-4\n    return fd\n",
     )
     valid = (
         "import jax.numpy as jnp\ndef d(f, x):\n    return (f(x + 0.1) - f(x)) / 0.1\n",

@@ -35,14 +35,7 @@ def negated_code(ctx, node: cst.BaseExpression) -> str:
 
 
 def is_one(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Integer):
-        return node.value == "1"
-    if isinstance(node, cst.Float):
-        try:
-            return float(node.value) == 1.0
-        except ValueError:
-            return False
-    return False
+    return isinstance(node, (cst.Integer, cst.Float)) and number(node) == 1.0
 
 
 def module_ref(ctx, module: str) -> tuple[str, list] | None:
@@ -445,9 +438,19 @@ class WhereGradNan(Rule):
         return False
 
 
+def number(node: cst.BaseExpression) -> float | None:
+    """The value of an int or float literal (`1e-3`, `0x10`, `1_000`), else None."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        try:
+            return float(node.evaluated_value)
+        except (ValueError, SyntaxError, OverflowError):
+            return None
+    return None
+
+
 def _is_epsilon(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.Integer, cst.Float)):
-        return float(node.value.replace("_", "")) > 0
+        return (number(node) or 0.0) > 0
     name = _dotted_name(node)
     return name is not None and "eps" in name.rsplit(".", 1)[-1].lower()
 
@@ -462,10 +465,11 @@ def _unsafe_exponent(node: cst.BaseExpression) -> bool:
     """A literal exponent with a singular derivative at 0: fractional (0.5) or negative."""
     value = None
     if isinstance(node, (cst.Integer, cst.Float)):
-        value = float(node.value)
+        value = number(node)
     elif isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float)):
-        value = float(node.expression.value)
-        value = -value if isinstance(node.operator, cst.Minus) else value
+        value = number(node.expression)
+        if value is not None and isinstance(node.operator, cst.Minus):
+            value = -value
     elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
         return _is_constant(node.left) and _is_constant(node.right)  # x ** (1 / 3)
     if value is None:
@@ -837,6 +841,8 @@ class DebugFlagCommitted(Rule):
         "import jax\ndef run(f, x):\n    with jax.disable_jit():\n        return f(x)\n",
         "import os\nos.environ['JAX_DEBUG_NANS'] = 'True'\nimport jax\n",
         "import jax\nclass Trainer:\n    def __init__(self):\n        jax.config.update('jax_debug_infs', True)\n",
+        "import flax.linen as nn\nimport jax\nclass Net(nn.Module):\n    def setup(self):\n"
+        "        jax.config.update('jax_debug_nans', True)\n",
     )
     valid = (
         "import jax\nif __name__ == '__main__':\n    jax.config.update('jax_debug_nans', True)\n",
@@ -844,6 +850,9 @@ class DebugFlagCommitted(Rule):
         "import jax\ndef configure(debug):\n    jax.config.update('jax_debug_nans', debug)\n",
         "import jax\nwith jax.disable_jit(False):\n    pass\n",
         "import jax\ndef main():\n    jax.config.update('jax_debug_nans', True)\nif __name__ == '__main__':\n    main()\n",
+        # optax style: a closure whose debugging is the caller's choice
+        "import jax\ndef make_step(debug=False):\n    def step(x):\n        with jax.disable_jit(debug):\n"
+        "            return x\n    return step\n",
     )
 
     def __init__(self, ctx) -> None:
