@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import jaxguard.runtime as runtime  # noqa: E402
+from jaxguard import runtime
 
 
 def _mlp_step():
@@ -135,7 +135,7 @@ def main(argv=None) -> int:
     for config in CONFIGS:
         config.enter()
         try:
-            for name, (make, calls) in WORKLOADS.items():
+            for name, (make, _) in WORKLOADS.items():
                 run = make()
                 jax.block_until_ready(run())  # compile
                 runners[config.name, name] = run

@@ -5,11 +5,27 @@ jax on first use. Keeping this package light matters because pytest imports
 `jaxguard.runtime.pytest_plugin` (and so this file) in every test run.
 """
 
-from jaxguard.runtime.errors import (GuardError, InfError, KeyReuseError, NaNError,
-                                     OutOfBoundsError, RecompileWarning)
+from jaxguard.runtime.errors import (
+    GuardError,
+    InfError,
+    KeyReuseError,
+    NaNError,
+    OutOfBoundsError,
+    RecompileWarning,
+)
 
-__all__ = ["enable", "disable", "guard", "is_enabled", "GuardError", "NaNError", "InfError",
-           "OutOfBoundsError", "KeyReuseError", "RecompileWarning"]
+__all__ = [
+    "GuardError",
+    "InfError",
+    "KeyReuseError",
+    "NaNError",
+    "OutOfBoundsError",
+    "RecompileWarning",
+    "disable",
+    "enable",
+    "guard",
+    "is_enabled",
+]
 
 _FROM_API = ("enable", "disable", "guard", "is_enabled")
 

@@ -30,8 +30,13 @@ from jax._src import checkify as ck
 from jax._src import dtypes, pjit
 from jax._src import source_info_util as siu
 
-from jaxguard.runtime.errors import (InfError, NaNError, OutOfBoundsError, _is_library_file,
-                                     format_where)
+from jaxguard.runtime.errors import (
+    InfError,
+    NaNError,
+    OutOfBoundsError,
+    _is_library_file,
+    format_where,
+)
 
 # jaxguard's own frames are never the "user frame" JAX records for an equation.
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))

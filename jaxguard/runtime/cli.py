@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
         return 2
 
     try:
-        import jaxguard.runtime as runtime
+        from jaxguard import runtime
     except ImportError as exc:
         print(f"jaxguard run: error: the runtime guards need jax ({exc}); "
               f"install with `pip install jaxguard[runtime]`", file=sys.stderr)

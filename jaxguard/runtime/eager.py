@@ -25,7 +25,7 @@ from jax._src import core, pjit
 from jax._src.numpy import array_methods
 
 from jaxguard.runtime import checks
-from jaxguard.runtime.errors import (InfError, NaNError, format_where, user_frame_here)
+from jaxguard.runtime.errors import InfError, NaNError, format_where, user_frame_here
 
 _JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
 _local = threading.local()  # .busy: inside a hook (its own ops are not checked again)

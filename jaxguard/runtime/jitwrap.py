@@ -15,11 +15,17 @@ from collections import OrderedDict
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src import checkify as ck
 from jax._src import api, core, dtypes
+from jax._src import checkify as ck
 
 from jaxguard.runtime import checks, keys, recompile
-from jaxguard.runtime.errors import GuardError, InfError, NaNError, format_where, warn_at_user
+from jaxguard.runtime.errors import (
+    GuardError,
+    InfError,
+    NaNError,
+    format_where,
+    warn_at_user,
+)
 
 _local = threading.local()  # .depth: how many guarded functions are being traced
 

@@ -39,7 +39,7 @@ def pytest_unconfigure(config):
 
 def _import_runtime(what: str):
     try:
-        import jaxguard.runtime as runtime
+        from jaxguard import runtime
     except ImportError as exc:
         raise pytest.UsageError(f"{what} needs jax installed (pip install jaxguard[runtime]): "
                                 f"{exc}") from None

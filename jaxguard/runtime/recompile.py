@@ -31,7 +31,7 @@ def _unwrap(fun):
     while isinstance(fun, functools.partial):
         fun = fun.func
     fun = getattr(fun, "__func__", fun)  # bound method -> function
-    if not hasattr(fun, "__code__") and hasattr(type(fun), "__call__"):
+    if not hasattr(fun, "__code__") and callable(fun):  # a callable object
         fun = getattr(type(fun).__call__, "__func__", type(fun).__call__)
     return fun
 
@@ -105,24 +105,24 @@ def _explain(history) -> tuple[str, str]:
             if name in sig and sig[name][1] not in values:
                 values.append(sig[name][1])
         return (f"static argument '{name}' took the values {', '.join(values)}",
-                f"Pass '{name}' as a traced argument (drop it from static_argnums/"
-                f"static_argnames) if only its value changes, or keep it to a few values.")
+                (f"Pass '{name}' as a traced argument (drop it from static_argnums/"
+                 f"static_argnames) if only its value changes, or keep it to a few values."))
     for name in last:
         if name in prev and last[name][0] == prev[name][0] == "traced":
             if last[name][2] != prev[name][2]:
                 return (f"the pytree structure of argument '{name}' changed",
-                        "Keep containers (dicts, lists, dataclasses) the same shape "
-                        "between calls.")
+                        ("Keep containers (dicts, lists, dataclasses) the same shape "
+                         "between calls."))
             if last[name][1] != prev[name][1]:
-                return (f"argument '{name}' changed shape or dtype: {prev[name][1]} -> "
-                        f"{last[name][1]}",
+                return ((f"argument '{name}' changed shape or dtype: {prev[name][1]} -> "
+                         f"{last[name][1]}"),
                         "Pad or bucket inputs to a few fixed shapes and keep dtypes fixed.")
     if set(last) != set(prev):
         return ("different arguments were passed",
                 "Call the function with the same arguments each time.")
     if prev_id != last_id:
-        return ("the function object is re-created on each call (jax.jit of a new "
-                "lambda/closure, or jax.jit inside a loop)",
+        return (("the function object is re-created on each call (jax.jit of a new "
+                 "lambda/closure, or jax.jit inside a loop)"),
                 "Create the jitted function once, outside the loop, and reuse it.")
     return ("the arguments looked the same; a jax config setting or a weak type changed",
             "Avoid changing jax.config between calls.")

@@ -5,7 +5,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-import jaxguard.runtime as runtime  # noqa: E402
+from jaxguard import runtime
 
 
 def line_of(marker: str) -> str:
@@ -25,7 +25,8 @@ def _line(filename, number):
 
 def assert_where(error, marker_where: str) -> None:
     """The error names the user's file:line first, in `where` and at the message start."""
-    assert error.where is not None and error.where.endswith(marker_where), (error.where, marker_where)
+    assert error.where is not None, str(error)
+    assert error.where.endswith(marker_where), (error.where, marker_where)
     first = str(error).split(":", 2)
     assert f"{os.path.basename(first[0])}:{first[1]}" == marker_where, str(error)
 

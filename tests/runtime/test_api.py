@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jaxguard
-import jaxguard.runtime as runtime
+from jaxguard import runtime
 
 FLAGS = ["jax_enable_x64", "jax_check_tracer_leaks", "jax_numpy_rank_promotion",
          "jax_transfer_guard_host_to_device", "jax_transfer_guard_device_to_device",
@@ -68,9 +68,8 @@ def test_guard_restores_and_nests():
 
 def test_guard_restores_after_an_error():
     before = _snapshot()
-    with pytest.raises(jaxguard.NaNError):
-        with jaxguard.guard(x64=True):
-            jax.jit(jnp.log)(-1.)
+    with pytest.raises(jaxguard.NaNError), jaxguard.guard(x64=True):
+        jax.jit(jnp.log)(-1.)
     assert _snapshot() == before
 
 
@@ -175,9 +174,8 @@ def test_bad_options_give_one_line_errors(options, message):
 
 
 def test_unknown_guard_option():
-    with pytest.raises(TypeError, match="unknown option"):
-        with jaxguard.guard(nan=True):
-            pass
+    with pytest.raises(TypeError, match="unknown option"), jaxguard.guard(nan=True):
+        pass
 
 
 def test_precision_checking_is_entered_and_exited():

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-import jaxguard.runtime as runtime
+from jaxguard import runtime
 from jaxguard.runtime.cli import main
 
 SCRIPT = textwrap.dedent("""\

@@ -3,9 +3,9 @@
 import jax
 import jax.numpy as jnp
 import pytest
+from conftest import assert_where, line_of
 
 import jaxguard
-from conftest import assert_where, line_of
 
 
 def test_sharp_bits_seed_reusing_a_prngkey(guards):

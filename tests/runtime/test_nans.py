@@ -4,10 +4,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import assert_where, line_of
 from jax import lax
 
 import jaxguard
-from conftest import assert_where, line_of
 
 
 def test_sharp_bits_seed_nan_inside_jit(guards):
@@ -182,9 +182,8 @@ def test_infs_only_when_asked():
     with jaxguard.guard():
         f = jax.jit(lambda x: 1. / x)  # inf-line
         assert np.isinf(f(jnp.float32(0.)))
-    with jaxguard.guard(infs=True):
-        with pytest.raises(jaxguard.InfError) as info:
-            f(jnp.float32(0.))
+    with jaxguard.guard(infs=True), pytest.raises(jaxguard.InfError) as info:
+        f(jnp.float32(0.))
     assert_where(info.value, line_of("# inf-line"))
 
 

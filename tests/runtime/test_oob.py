@@ -4,10 +4,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import assert_where, line_of
 from jax import lax
 
 import jaxguard
-from conftest import assert_where, line_of
 
 
 def test_sharp_bits_seed_eager_index_past_the_end(guards):

@@ -4,8 +4,6 @@ import importlib.metadata
 import subprocess
 import sys
 
-import pytest
-
 pytest_plugins = ["pytester"]
 
 TESTS = """

@@ -5,9 +5,9 @@ import warnings
 import jax
 import jax.numpy as jnp
 import pytest
+from conftest import line_of
 
 import jaxguard
-from conftest import line_of
 
 
 def _recompile_warnings(record):
