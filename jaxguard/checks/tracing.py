@@ -42,6 +42,18 @@ def _static_or(origins, ctx) -> str:
     return f", or make it a compile-time constant with {hint}"
 
 
+def _constant(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation):
+        return _constant(node.expression)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(_constant(e.value) for e in node.elements)
+    return False
+
+
 def _subtree(node: cst.CSTNode) -> set[cst.CSTNode]:
     found: set[cst.CSTNode] = set()
 
@@ -603,8 +615,8 @@ class JitInLoop(Rule):
         "import jax\nfrom functools import partial\ndef loss(p, x):\n    return p * x\n"
         "def run(p, xs):\n    while xs:\n        p = jax.jit(loss)(p, xs.pop())\n    return p\n",
         "import jax\ndef evaluate(model, x):\n    return jax.jit(lambda v: model(v) * 2)(x)\n",
-        "import jax\nfor scale in (1.0, 2.0):\n    @jax.jit\n    def f(x):\n        return x * scale\n"
-        "    print(f(1.0))\n",
+        "import jax\ndef run(batches, x):\n    for batch in batches:\n        @jax.jit\n        def f(x):\n"
+        "            return x * batch\n        x = f(x)\n    return x\n",
         "import equinox as eqx\nfrom functools import partial\ndef apply(model, xs):\n"
         "    return eqx.filter_jit(partial(model, key=None))(xs)\n",
     )
@@ -621,6 +633,11 @@ class JitInLoop(Rule):
         "import jax\n@jax.jit\ndef outer(x):\n    for i in range(3):\n        x = jax.jit(lambda v: v + i)(x)\n"
         "    return x\n",
         "def jit(f):\n    return f\nfor i in range(3):\n    y = jit(lambda v: v)(i)\n",
+        # an autotuning sweep over constants compiles once per configuration on purpose
+        "import jax\nimport itertools\nfor blocks, tile in itertools.product((4, 8), (128, 256)):\n"
+        "    @jax.jit\n    def kernel(x):\n        return x.reshape(blocks, tile)\n    kernel(1.0)\n",
+        # make_jaxpr traces on purpose
+        "import jax\ndef show(f, x):\n    def g(v):\n        return f(v)\n    return jax.make_jaxpr(g)(x)\n",
     )
 
     def __init__(self, ctx) -> None:
@@ -629,6 +646,7 @@ class JitInLoop(Rule):
         self.frames: list[list[int]] = [[0]]
         self.loop_defs: set[cst.CSTNode] = set()
         self.reported: set[cst.CSTNode] = set()
+        self.loops: list[cst.CSTNode] = []
 
     @property
     def in_loop(self) -> bool:
@@ -636,15 +654,19 @@ class JitInLoop(Rule):
 
     def visit_For(self, node: cst.For) -> None:
         self.frames[-1][0] += 1
+        self.loops.append(node)
 
     def leave_For(self, original_node: cst.For) -> None:
         self.frames[-1][0] -= 1
+        self.loops.pop()
 
     def visit_While(self, node: cst.While) -> None:
         self.frames[-1][0] += 1
+        self.loops.append(node)
 
     def leave_While(self, original_node: cst.While) -> None:
         self.frames[-1][0] -= 1
+        self.loops.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         info = self.ctx.facts.functions.get(node)
@@ -653,7 +675,7 @@ class JitInLoop(Rule):
             for decorator in node.decorators:
                 found = self.ctx.facts.transform_of(decorator.decorator, info.parent)
                 if found is not None and found[0] in JIT_TRANSFORMS:
-                    self._report(decorator, "a jitted function defined inside a loop")
+                    self._report(decorator, "a jitted function defined inside a loop", function=node)
         self.frames.append([0])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -677,18 +699,52 @@ class JitInLoop(Rule):
             return
         facts = ctx.facts
         # jax.jit(f)(args): a jitted callable built and called in one expression
-        if isinstance(node.func, cst.Call) and node.func in facts.jit_calls:
+        if isinstance(node.func, cst.Call) and self._is_jit(node.func):
             built = node.func
             fresh = self._fresh_function(built)
             if self.in_loop:
-                self._report(built, "jax.jit(...)(...) inside a loop builds a new jitted function every iteration")
+                if fresh or self._defined_in_loop(built):
+                    self._report(
+                        built,
+                        f"jax.jit of {fresh or 'a function defined in the loop'} built and called inside a loop: a new function object every iteration",
+                        function=self._function_node(built),
+                    )
+                else:
+                    self._report(
+                        built,
+                        "jax.jit(...)(...) inside a loop wraps the function again every iteration: each call "
+                        "goes through jit's slow path (and retraces when the function or its static "
+                        "arguments are new objects)",
+                        recompiles=False,
+                    )
             elif fresh and ctx.function is not None:
                 self._report(built, f"jax.jit of {fresh} called straight away: traces and compiles on every call of the enclosing function")
             return
-        if node in facts.jit_calls and self.in_loop:
+        if self._is_jit(node) and self.in_loop:
             fresh = self._fresh_function(node)
             if fresh in ("a lambda", "a functools.partial") or self._defined_in_loop(node):
-                self._report(node, f"jax.jit of {fresh or 'a function defined in the loop'} inside a loop: a new function object each iteration")
+                self._report(
+                    node,
+                    f"jax.jit of {fresh or 'a function defined in the loop'} inside a loop: a new function object each iteration",
+                    function=self._function_node(node),
+                )
+
+    def _function_node(self, call: cst.Call) -> cst.CSTNode | None:
+        args = positional(call)
+        if not args:
+            return None
+        if isinstance(args[0], (cst.Lambda, cst.Call)):
+            return args[0]
+        info = self.ctx.facts.function_for(args[0], self.ctx.scope)
+        return info.node if info is not None else None
+
+    def _is_jit(self, call: cst.Call) -> bool:
+        """A compiling transform applied to a function (not make_jaxpr, which traces on purpose)."""
+        if call not in self.ctx.facts.jit_calls:
+            return False
+        found = self.ctx.facts.transform_of(call.func, self.ctx.scope)
+        name = found[0] if found is not None else self.ctx.qualname(call.func)
+        return name in JIT_TRANSFORMS
 
     def _fresh_function(self, call: cst.Call) -> str:
         args = positional(call)
@@ -711,11 +767,43 @@ class JitInLoop(Rule):
         info = self.ctx.facts.function_for(args[0], self.ctx.scope)
         return info is not None and info.node in self.loop_defs
 
-    def _report(self, node, what) -> None:
-        if node in self.reported:
+    def _report(self, node, what, recompiles: bool = True, function: cst.CSTNode | None = None) -> None:
+        if node in self.reported or (self.in_loop and self._sweep(function)):
             return
         self.reported.add(node)
-        self.report(node, f"{what}: it retraces and recompiles each time; build it once, outside, and pass the changing values as arguments")
+        effect = "it retraces and recompiles each time" if recompiles else "it costs time on every iteration"
+        self.report(node, f"{what}: {effect}; build it once, outside, and pass the changing values as arguments")
+
+    def _sweep(self, function: cst.CSTNode | None) -> bool:
+        """The innermost loop runs over Python constants (a configuration sweep or autotuning)
+        and the compiled function uses the loop variable: one compile per configuration is the
+        point."""
+        loop = self.loops[-1] if self.loops else None
+        if not isinstance(loop, cst.For) or function is None or not self._constant_iterable(loop.iter, 0):
+            return False
+        targets = {n.value for n in _subtree(loop.target) if isinstance(n, cst.Name)}
+        return any(isinstance(n, cst.Name) and n.value in targets for n in _subtree(function))
+
+    def _constant_iterable(self, node: cst.BaseExpression, depth: int) -> bool:
+        if depth > 4:
+            return False
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            return all(_constant(e.value) for e in node.elements)
+        if isinstance(node, cst.Call):
+            name = self.ctx.qualname(node.func) or ""
+            if name == "builtins.range":
+                return all(literal_int(a.value) is not None for a in node.args)
+            if name in ("itertools.product", "builtins.zip", "builtins.enumerate", "itertools.combinations"):
+                return all(self._constant_iterable(a.value, depth + 1) or literal_int(a.value) is not None for a in node.args)
+            return False
+        if isinstance(node, cst.Name):
+            owner = self.ctx.scope.lookup(node.value)
+            values = owner.values.get(node.value) if owner is not None else None
+            if values and len(values) == 1 and values[0] is not None:
+                return self._constant_iterable(values[0], depth + 1)
+        if isinstance(node, cst.Attribute):
+            return False
+        return False
 
 
 # JG110 -----------------------------------------------------------------------------------

@@ -97,7 +97,10 @@ class TracedFlow:
         self.closure_env: dict[cst.CSTNode, dict[str, frozenset[str]]] = {}
         self.final_env: dict[cst.CSTNode, dict[str, frozenset[str]]] = {}
         self.done: set[cst.CSTNode] = set()
+        self.bound: dict[cst.CSTNode, set[str]] = {}
         self.uncertain = self._uncertain_functions()
+        self._partial_bindings()
+        self.static = self._static_per_root()
         self._current: FunctionInfo | None = None
 
     @classmethod
@@ -126,6 +129,80 @@ class TracedFlow:
                     if target is not None:
                         found.add(target.node)
         return found
+
+    def _partial_bindings(self) -> None:
+        """`jit(partial(f, n=3))`, `lax.cond(p, partial(f, True), ...)`: arguments bound by the
+        partial are concrete Python values, not tracers."""
+        facts = self.facts
+        for call, scope in facts.transform_calls:
+            self._vmap_positional_axes(call, scope)
+            for arg in call.args:
+                value = arg.value
+                candidates = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
+                for candidate in candidates:
+                    if isinstance(candidate, cst.Call) and facts.qualname(candidate.func, scope) == "functools.partial":
+                        self._bind_partial(candidate, scope)
+
+    def _static_per_root(self) -> dict[cst.CSTNode, set[str]]:
+        """A parameter is concrete only if every transformation of the function keeps it static:
+        `jit(f)` next to `jit(f, static_argnums=0)` traces it (facts keep the union)."""
+        facts = self.facts
+        specs: dict[cst.CSTNode, list[set[str]]] = {}
+        for info in facts.functions.values():
+            for decorator in info.decorators:
+                found = facts.transform_of(decorator.decorator, info.parent)
+                if found is not None and found[0] in TRACING_TRANSFORMS:
+                    specs.setdefault(info.node, []).append(found[1].static_params(info.params))
+        for call, scope in facts.transform_calls:
+            args = positional(call)
+            if not args:
+                continue
+            transform = facts.qualname(call.func, scope) or ""
+            if transform in TRACING_TRANSFORMS:
+                spec = facts._static_spec(transform, call)
+            else:
+                found = facts.transform_of(call.func, scope)
+                if found is None:
+                    continue
+                transform, spec = found
+            target = facts.function_for(args[0], scope)
+            if target is not None:
+                specs.setdefault(target.node, []).append(spec.static_params(target.params))
+        return {node: set.intersection(*sets) for node, sets in specs.items()}
+
+    def _vmap_positional_axes(self, call: cst.Call, scope: Scope) -> None:
+        """`jax.vmap(f, (0, None))`: in_axes given positionally; None positions are not batched."""
+        name = self.facts.qualname(call.func, scope) or ""
+        args = positional(call)
+        if not name.endswith("vmap") or len(args) < 2 or keyword(call, "in_axes") is not None:
+            return
+        target = self.facts.function_for(args[0], scope)
+        if target is None:
+            return
+        axes = args[1]
+        if isinstance(axes, (cst.Tuple, cst.List)):
+            bound = self.bound.setdefault(target.node, set())
+            for index, element in enumerate(axes.elements):
+                value = element.value
+                if isinstance(value, cst.Name) and value.value == "None" and index < len(target.params):
+                    bound.add(target.params[index])
+        elif not isinstance(axes, cst.Integer):
+            self.uncertain.add(target.node)
+
+    def _bind_partial(self, partial: cst.Call, scope: Scope) -> None:
+        args = positional(partial)
+        if not args:
+            return
+        target = self.facts.function_for(args[0], scope)
+        if target is None:
+            return
+        if any(a.star for a in partial.args):
+            self.uncertain.add(target.node)
+            return
+        bound = self.bound.setdefault(target.node, set())
+        skip = 1 if target.class_name and isinstance(args[0], cst.Attribute) else 0
+        bound.update(target.params[skip : skip + len(args) - 1])
+        bound.update(a.keyword.value for a in partial.args if a.keyword is not None)
 
     def _unreadable(self, node: cst.BaseExpression, scope: Scope) -> bool:
         facts = self.facts
@@ -172,7 +249,16 @@ class TracedFlow:
     def traced_params(self, info: FunctionInfo) -> set[str]:
         if info.node in self.uncertain:
             return set()
-        return info.traced_params - _star_params(info.node) - _defaulted_params(info.node)
+        params = info.traced_params
+        if info.node in self.static:
+            skip = {"self", "cls"} if info.class_name else set()
+            params = {p for p in info.params if p not in self.static[info.node] and p not in skip}
+        return (
+            params
+            - _star_params(info.node)
+            - _defaulted_params(info.node)
+            - self.bound.get(info.node, set())
+        )
 
     def analyse(self, info: FunctionInfo) -> None:
         if info.node in self.done:
@@ -329,7 +415,10 @@ class TracedFlow:
 
     def _bind_for(self, target, iterable, source, env, info) -> None:
         if isinstance(iterable, cst.Call):
-            name = self.facts.qualname(iterable.func, info.scope)
+            name = self.facts.qualname(iterable.func, info.scope) or ""
+            tail = call_tail(iterable.func)
+            if tail in ("zip", "safe_zip", "enumerate") and not name.startswith(("jax.numpy.", "numpy.")):
+                name = f"builtins.{tail.replace('safe_', '')}"
             args = positional(iterable)
             if name == "builtins.enumerate" and args and isinstance(target, (cst.Tuple, cst.List)):
                 elements = target.elements
@@ -499,7 +588,7 @@ class TracedFlow:
         while for_in is not None:
             source = self._eval(for_in.iter, local, info, look)
             if local is not None:
-                self._bind(for_in.target, source, local)
+                self._bind_for(for_in.target, for_in.iter, source, local, info)
             else:
                 self._bind(for_in.target, source, look)
             for condition in for_in.ifs:
@@ -526,6 +615,11 @@ class TracedFlow:
             return NONE
         if isinstance(func, cst.Attribute) and tail in CONCRETE_METHODS:
             return NONE
+        if tail in ("tree_map", "map") and node.args and (name or "").startswith(("jax.tree", "tree")) or tail == "tree_map":
+            # tree_map(is_leafy_predicate, tree): a tree of Python bools
+            mapped = call_tail(node.args[0].value) or ""
+            if mapped.startswith(_PREDICATE_PREFIXES):
+                return NONE
         return receiver | args
 
 
