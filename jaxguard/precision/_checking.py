@@ -29,6 +29,9 @@ class _CheckedFunction:
     def __getattr__(self, name):  # lower, trace, eval_shape, clear_cache, ...
         return getattr(self._jitted, name)
 
+    def __get__(self, obj, objtype=None):  # @jax.jit on a method: bind like a function does
+        return self if obj is None else functools.partial(self, obj)
+
     def __call__(self, *args, **kwargs):
         out = self._jitted(*args, **kwargs)
         if self._session.active and self._checked_calls < self._session.max_checks:

@@ -78,3 +78,22 @@ def test_checker_errors_never_break_the_program(monkeypatch):
         f = jax.jit(lambda x: x * 3.0)
         with pytest.warns(PrecisionWarning, match="could not check"):
             assert float(f(jnp.ones(()))) == 3.0
+
+
+def test_jitted_methods_still_bind():
+    with checking() as session:
+
+        class Model:
+            @jax.jit(static_argnums=0)
+            def __call__(self, x):
+                return x * 2.0
+
+            @jax.jit(static_argnums=0)
+            def shifted(self, x):
+                return (x + 1e8) - 1e8
+
+        model = Model()
+        assert float(model(jnp.ones(()))) == 2.0
+        with pytest.warns(PrecisionWarning, match="sub at"):
+            model.shifted(jnp.ones(3) * 0.5)
+    assert len(session.reports) == 1
