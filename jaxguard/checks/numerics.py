@@ -13,6 +13,33 @@ from jaxguard.lint.registry import Rule, register
 # ---------------------------------------------------------------------------------
 # shared helpers
 
+# JAX's own sources import the implementation modules; they are the public functions.
+_PRIVATE_PREFIXES = (
+    ("jax._src.numpy.ufuncs.", "jax.numpy."),
+    ("jax._src.numpy.lax_numpy.", "jax.numpy."),
+    ("jax._src.numpy.reductions.", "jax.numpy."),
+    ("jax._src.numpy.", "jax.numpy."),
+    ("jax._src.lax.lax.", "jax.lax."),
+    ("jax._src.lax.", "jax.lax."),
+    ("jax._src.nn.functions.", "jax.nn."),
+    ("jax._src.scipy.special.", "jax.scipy.special."),
+)
+
+
+def canonical(qualified: str | None) -> str | None:
+    if qualified is None or not qualified.startswith("jax._src."):
+        return qualified
+    for private, public in _PRIVATE_PREFIXES:
+        if qualified.startswith(private) and "." not in qualified[len(private):]:
+            return public + qualified[len(private):]
+    return qualified
+
+
+def qual(ctx, node: cst.BaseExpression) -> str | None:
+    """The qualified name of `node`, with JAX's private implementation modules mapped to
+    their public names (`from jax._src import numpy as jnp` in JAX's own code)."""
+    return canonical(ctx.qualname(node))
+
 
 def strip_parens(node: cst.BaseExpression) -> cst.BaseExpression:
     return node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node
@@ -62,6 +89,8 @@ def same_module_ref(ctx, func: cst.BaseExpression, module: str) -> tuple[str, li
     """`jnp.log` -> ("jnp", []): the spelling the call itself used for its module."""
     if isinstance(func, cst.Attribute) and ctx.qualname(func.value) == module:
         return ctx.code(func.value).strip(), []
+    if (ctx.qualname(func) or "").startswith("jax._src."):
+        return None  # JAX's own implementation modules: report only
     return module_ref(ctx, module)
 
 
@@ -74,7 +103,7 @@ def math_call(ctx, node: cst.BaseExpression, names: tuple[str, ...]) -> tuple[st
     positional argument: (module, name)."""
     if not isinstance(node, cst.Call):
         return None
-    qualified = ctx.qualname(node.func)
+    qualified = qual(ctx, node.func)
     if qualified is None:
         return None
     module, _, name = qualified.rpartition(".")
@@ -353,7 +382,7 @@ class WhereGradNan(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if ctx.qualname(node.func) not in _WHERE:
+        if qual(ctx, node.func) not in _WHERE:
             return
         args = positional(node)
         if len(args) != 3 or len(node.args) != 3:
@@ -381,7 +410,7 @@ class WhereGradNan(Rule):
 
         class _Search(cst.CSTVisitor):
             def visit_Call(self, call: cst.Call) -> bool:
-                qualified = ctx.qualname(call.func) or ""
+                qualified = qual(ctx, call.func) or ""
                 if qualified in _GUARDS:
                     return False
                 module, _, name = qualified.rpartition(".")
@@ -423,7 +452,7 @@ class WhereGradNan(Rule):
 
     def _guarded(self, operand: cst.BaseExpression) -> bool:
         ctx = self.ctx
-        if isinstance(operand, cst.Call) and ctx.qualname(operand.func) in _GUARDS:
+        if isinstance(operand, cst.Call) and qual(ctx, operand.func) in _GUARDS:
             return True
         if isinstance(operand, cst.BinaryOperation) and isinstance(operand.operator, cst.Add):
             # `t + eps`: the epsilon idiom keeps a non-negative operand away from the singularity
@@ -433,7 +462,7 @@ class WhereGradNan(Rule):
             owner = ctx.scope.lookup(operand.value)
             values = owner.values.get(operand.value, []) if owner is not None else []
             return any(
-                isinstance(v, cst.Call) and ctx.facts.qualname(v.func, owner) in _GUARDS for v in values
+                isinstance(v, cst.Call) and canonical(ctx.facts.qualname(v.func, owner)) in _GUARDS for v in values
             )
         return False
 
@@ -657,7 +686,7 @@ class UnstableNumerics(Rule):
 
     def _log_of_call(self, node: cst.Call, arg: cst.Call, module: str) -> None:
         ctx = self.ctx
-        qualified = ctx.qualname(arg.func) or ""
+        qualified = qual(ctx, arg.func) or ""
         owner, _, name = qualified.rpartition(".")
         # log(softmax(x)) / log(sigmoid(x))
         if owner in _SOFTMAX_MODULES and name in ("softmax", "sigmoid") and module != "numpy":
