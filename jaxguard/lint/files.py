@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from jaxguard.lint.diagnostic import Diagnostic
 from jaxguard.lint.engine import LintSettings, fix_source, lint_source
-from jaxguard.lint.prefilter import mentions_jax, python_guard
+from jaxguard.lint.prefilter import needs_libcst, python_guard
 from jaxguard.lint.registry import INTERNAL_ERROR, IO_ERROR
 
 
@@ -72,7 +72,7 @@ def _screen(source: str, path: str, settings: LintSettings, prefilter: bool) -> 
     parsed, too_complex = python_guard(source, path)
     if too_complex is not None:
         return True, [too_complex]
-    if parsed and prefilter and not mentions_jax(source, settings.traced_decorators):
+    if parsed and prefilter and not needs_libcst(source, settings):
         return True, []
     return False, None
 
