@@ -97,3 +97,20 @@ def test_jitted_methods_still_bind():
         with pytest.warns(PrecisionWarning, match="sub at"):
             model.shifted(jnp.ones(3) * 0.5)
     assert len(session.reports) == 1
+
+
+def test_enable_precision_enters_checking(tmp_path):
+    runtime = pytest.importorskip("jaxguard.runtime")
+    log = tmp_path / "precision.log"
+    runtime.enable(precision={"path": str(log)})
+    try:
+
+        @jax.jit
+        def shifted(x):
+            return (x + 1e4) - 1e4  # ENABLE_CANCEL
+
+        shifted(jnp.linspace(0.1, 1.0, 8))
+    finally:
+        runtime.disable()
+    entry = json.loads(log.read_text().splitlines()[0])
+    assert entry["source"] == line_of("ENABLE_CANCEL")
