@@ -102,7 +102,9 @@ def test_jitted_methods_still_bind():
 def test_enable_precision_enters_checking(tmp_path):
     runtime = pytest.importorskip("jaxguard.runtime")
     log = tmp_path / "precision.log"
-    runtime.enable(precision={"path": str(log)})
+    with warnings.catch_warnings():  # the runtime warns about functions jitted by earlier tests
+        warnings.simplefilter("ignore", RuntimeWarning)
+        runtime.enable(precision={"path": str(log)})
     try:
 
         @jax.jit
