@@ -8,12 +8,13 @@ import jax.numpy as jnp
 import pytest
 
 from conftest import line_of
-from jaxguard.precision import PrecisionWarning, checking
+from jaxguard.precision import PrecisionWarning, _ops, checking
 
 
 def test_checks_first_calls_and_logs_failures(tmp_path):
     log = tmp_path / "precision.log"
     original = jax.jit
+    _ops._CACHE.clear()
     with checking(path=str(log), max_checks=2) as session:
         assert jax.jit is not original
 
@@ -26,6 +27,7 @@ def test_checks_first_calls_and_logs_failures(tmp_path):
     # The program itself runs as usual (jitted: XLA folds the cancellation away).
     assert float(outs[3][0]) == 3.5
     assert len(session.reports) == 2  # only the first max_checks calls are checked
+    assert len(_ops._CACHE) == 1  # and they share one compiled instrumented program
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(entries) == 1  # log_once: one line per site
     assert entries[0]["source"] == line_of("PROGRAM_CANCEL") and entries[0]["checked_function"] == "step"
