@@ -480,3 +480,58 @@ def test_jg701_silent_without_reverse_mode():
     z = jax.jvp(solve, (1.0,), (1.0,))
     """
     assert "JG701" not in found(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # flax.nnx.jit: module attributes are static graph data
+        """
+        from flax import nnx
+
+        @nnx.jit
+        def train_step(model, optimizer, batch):
+            if model.training:
+                return model(batch)
+            return batch
+        """,
+        # a string comparison: the argument cannot be a tracer (it would fail to trace at all)
+        """
+        import jax
+
+        @jax.jit
+        def f(x, mode):
+            if mode == "train":
+                return x * 2
+            return x
+        """,
+        # jit inside a traced function is inlined; a constant sweep compiles per configuration
+        """
+        import jax
+
+        def bench(x):
+            for tile in (64, 128):
+                @jax.jit
+                def kernel(v):
+                    return v.reshape(-1, tile)
+                kernel(x)
+        """,
+    ],
+)
+def test_library_styles_silent(source):
+    assert found(source) == []
+
+
+def test_jg109_loop_over_stable_function_is_a_slow_path_not_a_recompile():
+    source = """
+    import jax
+
+    def fit(params, data):
+        def train_step(p, x):
+            return p - x
+        for x in data:
+            params = jax.jit(train_step)(params, x)
+        return params
+    """
+    (message,) = messages(source, "JG109")
+    assert "slow path" in message and "recompiles" not in message

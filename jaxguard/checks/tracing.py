@@ -703,7 +703,7 @@ class JitInLoop(Rule):
             built = node.func
             fresh = self._fresh_function(built)
             if self.in_loop:
-                if fresh or self._defined_in_loop(built):
+                if fresh in ("a lambda", "a functools.partial") or self._defined_in_loop(built):
                     self._report(
                         built,
                         f"jax.jit of {fresh or 'a function defined in the loop'} built and called inside a loop: a new function object every iteration",

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from jaxguard.lint.engine import RuleContext
 
 Origins = frozenset
+# Transformations that trace only the arrays of their arguments and keep other leaves (module
+# attributes, Python flags) static: their parameters are not assumed traced.
+_FILTERING = ("equinox.", "flax.nnx.")
 NONE: frozenset[str] = frozenset()
 
 # Attributes of an array that are concrete Python values even on a tracer.
@@ -207,12 +210,12 @@ class TracedFlow:
     def _unreadable(self, node: cst.BaseExpression, scope: Scope) -> bool:
         facts = self.facts
         name = facts.qualname(node, scope)
-        if name is not None and name.startswith("equinox."):
+        if name is not None and name.startswith(_FILTERING):
             return True
         if not isinstance(node, cst.Call):
             return False
         inner = facts.qualname(node.func, scope)
-        if inner is not None and inner.startswith("equinox."):
+        if inner is not None and inner.startswith(_FILTERING):
             return True
         if inner == "functools.partial":
             args = positional(node)
@@ -233,7 +236,7 @@ class TracedFlow:
 
     def _is_transform(self, node: cst.BaseExpression, scope: Scope) -> bool:
         name = self.facts.qualname(node, scope)
-        return name in TRACING_TRANSFORMS or (name or "").startswith("equinox.")
+        return name in TRACING_TRANSFORMS or (name or "").startswith(_FILTERING)
 
     # analysis ---------------------------------------------------------------------------
     def origins(self, node: cst.BaseExpression | None, ctx: RuleContext) -> frozenset[str]:
@@ -528,6 +531,9 @@ class TracedFlow:
                 result = result | ev(target.comparator)
             if all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
                 return NONE
+            if any(isinstance(part, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                   for part in (node.left, *(t.comparator for t in node.comparisons))):
+                return NONE  # `mode == "train"`: a string is never a tracer
             return result
         if isinstance(node, cst.IfExp):
             ev(node.test)
