@@ -33,14 +33,14 @@ class _CheckedFunction:
         return self if obj is None else functools.partial(self, obj)
 
     def __call__(self, *args, **kwargs):
-        out = self._jitted(*args, **kwargs)
         if self._session.active and self._checked_calls < self._session.max_checks:
             leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
             # Inside another trace (jit of jit, grad, vmap) there are no values to check.
             if not any(isinstance(x, jax.core.Tracer) for x in leaves):
                 self._checked_calls += 1
+                # Before the real call: it may donate (delete) the argument buffers.
                 self._session.check(self._jitted, leaves, tree)
-        return out
+        return self._jitted(*args, **kwargs)
 
 
 class _WithArrays:

@@ -118,3 +118,12 @@ def test_enable_precision_enters_checking(tmp_path):
         runtime.disable()
     entry = json.loads(log.read_text().splitlines()[0])
     assert entry["source"] == line_of("ENABLE_CANCEL")
+
+
+def test_donated_arguments_are_checked_before_the_call():
+    with checking() as session:
+        step = jax.jit(lambda x: (x + 1e8) - 1e8, donate_argnums=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # CPU may decline the donation
+            step(jnp.ones(4) * 0.5)
+    assert len(session.reports) == 1 and session.reports[0].first_failure.primitive == "sub"
