@@ -535,3 +535,21 @@ def test_jg109_loop_over_stable_function_is_a_slow_path_not_a_recompile():
     """
     (message,) = messages(source, "JG109")
     assert "slow path" in message and "recompiles" not in message
+
+
+def test_dict_keys_of_a_traced_pytree_are_concrete():
+    source = """
+    import jax
+
+    @jax.jit
+    def total(batch):
+        out = 0.0
+        for name, value in batch.items():
+            if name.startswith("loss") and name != "loss_aux":
+                out = out + value
+        for key in sorted(batch):
+            if key.endswith("_weight"):
+                out = out * batch[key]
+        return out
+    """
+    assert found(source) == []

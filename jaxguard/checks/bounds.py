@@ -106,6 +106,8 @@ class ConstantOutOfBounds(Rule):
         "import jax.numpy as jnp\ndef f(n):\n    x = jnp.zeros(3)\n    x = jnp.zeros(n)\n    return x[5]\n",
         "import jax.numpy as jnp\nx = jnp.zeros(3)\ny = x.at[5].get(mode='fill', fill_value=0.0)\n",
         "import jax.numpy as jnp\ndef f(x):\n    x = jnp.zeros((2, 2))\n    return x\ndef g(x):\n    return x[5]\n",
+        "import jax.numpy as jnp\ntable = jnp.zeros(2)\ndef grow():\n    global table\n    table = jnp.zeros(10)\n"
+        "print(table[5])\n",
     )
 
     def __init__(self, ctx) -> None:
@@ -193,6 +195,8 @@ class ConstantOutOfBounds(Rule):
         if owner is None:
             return None
         values = owner.values.get(name)
+        if owner.kind == "module" and name in ctx.facts.globals_assigned_in_functions:
+            return None
         if owner is ctx.scope:
             known = self.shapes.get(id(owner), {})
             if name in known:

@@ -62,7 +62,14 @@ CONCRETE_CALLS = frozenset(
     }
 )
 # Methods whose result is a Python value (they concretize: reported by JG107, no cascade).
-CONCRETE_METHODS = frozenset({"item", "tolist", "__float__", "__int__", "__index__", "__bool__", "keys"})
+CONCRETE_METHODS = frozenset(
+    {
+        "item", "tolist", "__float__", "__int__", "__index__", "__bool__", "keys",
+        # string methods: an array has none of them, so the receiver is a str (a dict key...)
+        "startswith", "endswith", "lower", "upper", "strip", "lstrip", "rstrip", "split",
+        "rsplit", "join", "format", "isdigit", "isalpha", "isidentifier", "casefold", "partition",
+    }
+)
 _PREDICATE_PREFIXES = ("is_", "_is_", "has_", "_has_", "check_", "_check_")
 
 
@@ -429,6 +436,18 @@ class TracedFlow:
                     self._bind(elements[0].value, NONE, env)
                     self._bind(elements[1].value, self._eval(args[0], None, info, env), env)
                     return
+            func = iterable.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "items"
+                and not iterable.args
+                and isinstance(target, (cst.Tuple, cst.List))
+                and len(target.elements) == 2
+            ):
+                # `for name, leaf in params.items()`: the keys are Python values
+                self._bind(target.elements[0].value, NONE, env)
+                self._bind(target.elements[1].value, source, env)
+                return
             if name == "builtins.zip" and isinstance(target, (cst.Tuple, cst.List)):
                 if len(target.elements) == len(args):
                     for element, arg in zip(target.elements, args):
