@@ -553,3 +553,29 @@ def test_dict_keys_of_a_traced_pytree_are_concrete():
         return out
     """
     assert found(source) == []
+
+
+def test_jg701_fori_bound_from_the_differentiated_input():
+    flagged = """
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def loss(x):
+        steps = jnp.sum(x > 0)
+        return lax.fori_loop(0, steps, lambda i, v: v * 0.5, x).sum()
+
+    g = jax.grad(loss)
+    """
+    assert found(flagged) == ["JG701"]
+    silent = """
+    import jax
+    from jax import lax
+
+    def loss(x, steps):
+        return lax.fori_loop(0, steps, lambda i, v: v * 0.5, x).sum()
+
+    g = jax.grad(loss)(1.0, 3)
+    h = jax.grad(lambda x: lax.fori_loop(0, x.shape[0], lambda i, v: v + 1, x).sum())
+    """
+    assert found(silent) == []

@@ -950,6 +950,26 @@ REVERSE_MODE = frozenset(
         "flax.nnx.grad", "flax.nnx.value_and_grad", "flax.linen.grad", "flax.linen.value_and_grad",
     }
 )
+def _diff_params(info: FunctionInfo, transform: str, call: cst.Call | None) -> set[str]:
+    """The parameters a reverse-mode transform differentiates (argnums, default 0; all
+    positional primals for vjp)."""
+    params = [p for p in info.params if not (info.class_name and p in ("self", "cls"))]
+    if not params:
+        return set()
+    if transform.endswith("vjp"):
+        return set(params)
+    value = keyword(call, "argnums") if call is not None else None
+    indexes: tuple[int, ...] = (0,)
+    if value is not None:
+        single = literal_int(value)
+        if single is not None:
+            indexes = (single,)
+        elif isinstance(value, (cst.Tuple, cst.List)):
+            found = [literal_int(e.value) for e in value.elements]
+            indexes = tuple(i for i in found if i is not None)
+    return {params[i] for i in indexes if -len(params) <= i < len(params)}
+
+
 _CUSTOM_RULES = frozenset({"jax.custom_vjp", "jax.custom_jvp", "equinox.filter_custom_vjp", "equinox.filter_custom_jvp"})
 
 
@@ -1020,9 +1040,12 @@ class GradThroughWhileLoop(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.roots: list[tuple[FunctionInfo, str]] = []
+        # (function, transform, differentiated parameters)
+        self.roots: list[tuple[FunctionInfo, str, set[str]]] = []
         # function node -> [(loop call, statement, description)]
         self.loops: dict[cst.CSTNode, list[tuple[cst.Call, cst.CSTNode | None, str]]] = {}
+        # fori_loops whose bounds are not literals, to check against the differentiated inputs
+        self.fori: dict[cst.CSTNode, list[tuple[cst.Call, cst.CSTNode | None, FunctionInfo]]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -1032,7 +1055,7 @@ class GradThroughWhileLoop(Rule):
             if args:
                 target = self._unwrap(args[0])
                 if target is not None:
-                    self.roots.append((target, name))
+                    self.roots.append((target, name, _diff_params(target, name, node)))
             return
         function = ctx.function
         if function is None:
@@ -1044,6 +1067,9 @@ class GradThroughWhileLoop(Rule):
             bounds = [argument(node, 0, "lower"), argument(node, 1, "upper")]
             if any(b is not None and self._traced_bound(b) for b in bounds):
                 description = "lax.fori_loop with traced bounds"
+            elif any(b is not None and literal_int(b) is None for b in bounds):
+                statement = ctx.statement_stack[-1] if ctx.statement_stack else None
+                self.fori.setdefault(function.node, []).append((node, statement, function))
         if description:
             statement = ctx.statement_stack[-1] if ctx.statement_stack else None
             self.loops.setdefault(function.node, []).append((node, statement, description))
@@ -1080,11 +1106,23 @@ class GradThroughWhileLoop(Rule):
                     if name == "functools.partial" and positional(expr):
                         name = facts.qualname(positional(expr)[0], info.parent)
                 if name in REVERSE_MODE:
-                    self.roots.append((info, name))
+                    argnums = expr if isinstance(expr, cst.Call) else None
+                    self.roots.append((info, name, _diff_params(info, name, argnums)))
+        differentiated: dict[cst.CSTNode, set[str]] = {}
+        for root, _, params in self.roots:
+            differentiated.setdefault(root.node, set()).update(params)
+        grad_flow = TracedFlow(facts, differentiated) if self.fori else None
         reported: set[cst.CSTNode] = set()
-        for root, transform in self.roots:
+        for root, transform, _ in self.roots:
             for info in self._reachable(root):
-                for call, statement, description in self.loops.get(info.node, ()):
+                loops = list(self.loops.get(info.node, ()))
+                for call, statement, function in self.fori.get(info.node, ()):
+                    bounds = [argument(call, 0, "lower"), argument(call, 1, "upper")]
+                    if grad_flow is not None and any(
+                        b is not None and grad_flow.origins_in(b, function) for b in bounds
+                    ):
+                        loops.append((call, statement, "lax.fori_loop with bounds computed from the differentiated input"))
+                for call, statement, description in loops:
                     if call in reported:
                         continue
                     reported.add(call)

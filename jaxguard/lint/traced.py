@@ -101,8 +101,11 @@ def _defaulted_params(node: cst.FunctionDef | cst.Lambda) -> set[str]:
 
 
 class TracedFlow:
-    def __init__(self, facts: ModuleFacts) -> None:
+    def __init__(self, facts: ModuleFacts, differentiated: dict[cst.CSTNode, set[str]] | None = None) -> None:
         self.facts = facts
+        # with `differentiated` (function -> its differentiated parameters), the JVP tracers of
+        # grad/vjp are traced too (JG701: a fori_loop bound computed from them)
+        self.differentiated = differentiated or {}
         self.records: dict[cst.Name, frozenset[str]] = {}
         self.closure_env: dict[cst.CSTNode, dict[str, frozenset[str]]] = {}
         self.final_env: dict[cst.CSTNode, dict[str, frozenset[str]]] = {}
@@ -256,6 +259,11 @@ class TracedFlow:
         self.analyse(info)
         return self._eval(node, None, info)
 
+    def origins_in(self, node: cst.BaseExpression, info: FunctionInfo) -> frozenset[str]:
+        """Origins of `node`, an expression inside `info` (for rules working from `finish`)."""
+        self.analyse(info)
+        return self._eval(node, None, info)
+
     def traced_params(self, info: FunctionInfo) -> set[str]:
         if info.node in self.uncertain:
             return set()
@@ -278,7 +286,7 @@ class TracedFlow:
         if outer is not None:
             self.analyse(outer)
         env: dict[str, frozenset[str]] = {p: NONE for p in info.params}
-        for param in self.traced_params(info):
+        for param in self.traced_params(info) | self.differentiated.get(info.node, set()):
             env[param] = frozenset({param})
         saved = self._current
         self._current = info
