@@ -74,9 +74,22 @@ class KeyFlow:
         self.loop_body_of = loop_body_of
         function = scope.function
         if function is not None:
-            self.keys.update(p for p in function.params if KEY_PARAM.match(p))
+            # a parameter named like a key is one only if it is used as a key here
+            # (`key` is just as often a dict key or a cache key)
+            used_as_keys = self._random_key_names(body)
+            self.keys.update(p for p in function.params if KEY_PARAM.match(p) and p in used_as_keys)
         self.statement: cst.CSTNode | None = None
         self._walk(body, _State())
+
+    def _random_key_names(self, body) -> set[str]:
+        names = set()
+        for statement in body:
+            for call, _ in _calls_in_evaluation_order(statement):
+                if (self.facts.qualname(call.func, self.scope) or "").startswith("jax.random."):
+                    arg = _key_argument(call)
+                    if isinstance(arg, cst.Name):
+                        names.add(arg.value)
+        return names
 
     # statements ------------------------------------------------------------------
     def _walk(self, statements, state: _State) -> _State:
@@ -197,17 +210,17 @@ class KeyFlow:
         return None
 
     def _expression(self, node: cst.BaseExpression, state: _State) -> None:
-        for call in _calls_in_evaluation_order(node):
-            self._call(call, state)
+        for call, shadowed in _calls_in_evaluation_order(node):
+            self._call(call, state, shadowed)
 
-    def _call(self, call: cst.Call, state: _State) -> None:
+    def _call(self, call: cst.Call, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
         name = self.facts.qualname(call.func, self.scope)
         if name in NOT_CONSUMING:
             return
         if name is not None and name.startswith("jax.random."):
             arg = _key_argument(call)
             key = self._key_id(arg, known_only=False) if arg is not None else None
-            if key is not None:
+            if key is not None and key.split("[")[0] not in shadowed:
                 self._consume(key, call, name, name == "jax.random.split", state)
             return
         if name is not None and name.startswith(NEUTRAL_PREFIXES):
@@ -217,7 +230,7 @@ class KeyFlow:
         consumer = self._describe(call)
         for arg in call.args:
             key = self._key_id(arg.value, known_only=True)
-            if key is not None:
+            if key is not None and key.split("[")[0] not in shadowed:
                 self._consume(key, arg.value, consumer, False, state)
 
     def _describe(self, call: cst.Call) -> str:
@@ -296,16 +309,30 @@ def _key_argument(call: cst.Call) -> cst.BaseExpression | None:
     return None
 
 
-def _calls_in_evaluation_order(node: cst.CSTNode) -> list[cst.Call]:
-    """Calls in an expression, inner before outer, left to right; lambdas are not entered."""
-    calls: list[cst.Call] = []
+def _calls_in_evaluation_order(node: cst.CSTNode) -> list[tuple[cst.Call, frozenset[str]]]:
+    """Calls in an expression, inner before outer, left to right, each with the names that
+    enclosing comprehensions rebind there; lambdas are not entered."""
+    calls: list[tuple[cst.Call, frozenset[str]]] = []
+    shadowed: list[frozenset[str]] = [frozenset()]
 
     class _Collect(cst.CSTVisitor):
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return False
 
-        def leave_Call(self, original_node: cst.Call) -> None:
-            calls.append(original_node)
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                names, comp = set(), node.for_in
+                while comp is not None:
+                    names |= _names_in(comp.target)
+                    comp = comp.inner_for_in
+                shadowed.append(shadowed[-1] | names)
+            return super().on_visit(node)
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            if isinstance(original_node, cst.Call):
+                calls.append((original_node, shadowed[-1]))
+            if isinstance(original_node, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+                shadowed.pop()
 
     node.visit(_Collect())
     return calls
@@ -373,13 +400,18 @@ class KeyReuse(_KeyRule):
         "from jax import random\nkey = random.PRNGKey(0)\nprint(random.normal(key, shape=(1,)))\nprint(key)\nprint(random.normal(key, shape=(1,)))\n",
         "import jax\ndef init(key):\n    w = jax.random.normal(key, (3, 3))\n    b = jax.random.uniform(key, (3,))\n    return w, b\n",
         "import jax\ndef f(key, flag):\n    if flag:\n        a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return b\n",
-        "import jax\ndef make(layer_a, layer_b, key):\n    return layer_a(key), layer_b(key)\n",
+        "import jax\ndef make(layer_a, layer_b):\n    rng = jax.random.PRNGKey(0)\n    return layer_a(rng), layer_b(rng)\n",
     )
     valid = (
         "from jax import random\nkey = random.PRNGKey(0)\nkey, subkey = random.split(key)\nx = random.normal(subkey, (1,))\nkey, subkey = random.split(key)\ny = random.normal(subkey, (1,))\n",
         "import jax\ndef f(key, flag):\n    if flag:\n        return jax.random.normal(key)\n    return jax.random.uniform(key)\n",
         "import jax\nkey = jax.random.key(0)\nkeys = jax.random.split(key, 3)\na = jax.random.normal(keys[0])\nb = jax.random.normal(keys[1])\n",
         "import jax\ndef f(key, x):\n    if x:\n        y = jax.random.normal(key)\n    else:\n        y = jax.random.uniform(key)\n    return y\n",
+        # a comprehension's own `rng`, one per split key (stax.parallel)
+        "from jax import random\ndef init_fun(rng, inits):\n    rngs = random.split(rng, len(inits))\n"
+        "    return [init(rng) for init, rng in zip(inits, rngs)]\n",
+        # `key` that is a dictionary or cache key
+        "def lookup(cache, key):\n    if cache.get(key) is None:\n        cache.put(key, 1)\n    return cache.get(key)\n",
     )
 
     def describe(self, finding: Finding) -> str:
@@ -456,7 +488,7 @@ class KeyReusedInLoop(_KeyRule):
     invalid = (
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    x = jax.random.uniform(key)\n",
         "import jax\nfrom jax import lax\nkey = jax.random.key(0)\ndef body(i, acc):\n    return acc + jax.random.normal(key)\nout = lax.fori_loop(0, 10, body, 0.0)\n",
-        "import jax\ndef train(key, step, n):\n    for _ in range(n):\n        step(key)\n",
+        "import jax\ndef train(step, n):\n    key = jax.random.key(0)\n    for _ in range(n):\n        step(key)\n",
     )
     valid = (
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    key, sub = jax.random.split(key)\n    x = jax.random.uniform(sub)\n",

@@ -217,6 +217,9 @@ class TracedReadsMutableGlobal(Rule):
         "import jax\ntry:\n    import numpy as np\nexcept ImportError:\n    np = None\n@jax.jit\ndef f(x):\n    return x\n",
         "import jax\ng = 0.\n@jax.jit\ndef f(x, g):\n    return x + g\ng = 1.\n",
         "g = 0.\ndef f(x):\n    return x + g\ng = 10.\n",
+        # a host callback runs in Python on every call, with concrete values
+        "import jax\ncalls = 0\ndef log(x):\n    global calls\n    calls += 1\n    return x + calls\n"
+        "@jax.jit\ndef f(x):\n    return jax.pure_callback(log, x, x)\n",
     )
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -370,6 +373,11 @@ class TracedMutatesOuterContainer(Rule):
         "import jax\n@jax.jit\ndef pure_uses_internal_state(x):\n    state = dict(even=0, odd=0)\n"
         "    for i in range(10):\n        state['even' if i % 2 == 0 else 'odd'] += x\n    return state['even'] + state['odd']\n",
         "history = []\ndef f(x):\n    history.append(x)\n    return x\n",
+        # Pallas kernels write their output Refs
+        "import jax\nfrom jax.experimental import pallas as pl\ndef kernel(x, out, acc_scratch):\n"
+        "    acc_scratch[...] = x[...]\n    out[...] = acc_scratch[...]\n"
+        "@jax.jit\ndef f(x):\n    return pl.pallas_call(kernel, out_shape=x)(x)\n",
+        "import jax\n@jax.jit\ndef f(x):\n    def body(x_ref, o_ref):\n        o_ref[0] = x_ref[0]\n    return body\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -478,6 +486,9 @@ class TraceTimeConstant(Rule):
         "import jax\n@jax.jit\ndef f(key, x):\n    return x + jax.random.normal(key, x.shape)\n",
         "import time\nimport numpy as np\nstart = time.time()\nnoise = np.random.rand(3)\n",
         "import jax\nfrom jax import random\n@jax.jit\ndef f(key):\n    return random.uniform(key)\n",
+        # a host callback defined inside jit runs on every call
+        "import jax, time\n@jax.jit\ndef f(x):\n    def dump(v):\n        with open(f'{time.time_ns()}.txt', 'w') as out:\n"
+        "            out.write(str(v))\n    jax.debug.callback(dump, x)\n    return x\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:

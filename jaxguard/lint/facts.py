@@ -58,10 +58,26 @@ GRAD_TRANSFORMS = frozenset(
     {"jax.grad", "jax.value_and_grad", "jax.jacrev", "jax.jacfwd", "jax.hessian", "jax.vjp", "jax.jvp"}
 )
 
+# Host callbacks: the functions they receive run in Python with concrete values, not traced.
+CALLBACK_NAMES = frozenset({"pure_callback", "io_callback", "callback", "id_tap", "id_print"})
+
+# Pallas: kernels (and run_scoped bodies) receive mutable Refs, not arrays.
+REF_KERNEL_TAKERS = frozenset(
+    {
+        "jax.experimental.pallas.pallas_call",
+        "jax.experimental.pallas.run_scoped",
+        "jax.experimental.pallas.core_map",
+        "jax.experimental.pallas.kernel",
+        "jax.experimental.pallas.tpu.emit_pipeline",
+        "jax.experimental.pallas.mosaic_gpu.emit_pipeline",
+    }
+)
+
 # Last attribute names worth recording during the pass (resolved by qualified name later).
 _INTERESTING_CALL_TAILS = frozenset(
     {name.rsplit(".", 1)[1] for name in (*TRACING_TRANSFORMS, *LAX_BODIES, *GRAD_TRANSFORMS)}
     | {"partial"}
+    | {name.rsplit(".", 1)[1] for name in REF_KERNEL_TAKERS}
 )
 
 
@@ -143,6 +159,7 @@ class FunctionInfo:
     static_params: set[str] = field(default_factory=set)
     traced_by: str = ""  # the qualified name of the transformation, for messages
     differentiated: bool = False
+    ref_params: bool = False  # a Pallas kernel: its parameters are mutable Refs
 
     @property
     def traced_params(self) -> set[str]:
@@ -686,7 +703,7 @@ class ModuleFacts:
         # 2. call forms: jax.jit(f, ...), lax.scan(body, ...), partial(jax.jit, ...)(f)
         for call, scope in self.transform_calls:
             self._record_transform_call(call, scope)
-        # 3. module-local functions called from traced code, and nested functions
+        # 3. module-local functions called from, or passed to calls in, traced code
         work = [info for info in self.functions.values() if info.traced]
         seen = set(id(info) for info in work)
         while work:
@@ -696,13 +713,14 @@ class ModuleFacts:
                 callee = self.function_for(call.func, info.scope)
                 if callee is not None:
                     reached.append(callee)
+                if self._is_callback(call, info.scope) or self.qualname(call.func, info.scope) == "functools.partial":
+                    continue  # a partial is followed where it is passed, not where it is made
                 # functions passed as arguments are called at trace time too (tree_map, ...)
                 for arg in call.args:
-                    if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                    if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call, cst.Lambda)):
                         passed = self.function_for(arg.value, info.scope)
                         if passed is not None:
                             reached.append(passed)
-            reached.extend(self._nested_functions(info))
             for callee in reached:
                 if not callee.traced:
                     callee.traced = True
@@ -711,12 +729,20 @@ class ModuleFacts:
                     seen.add(id(callee))
                     work.append(callee)
 
-    def _nested_functions(self, info: FunctionInfo) -> list[FunctionInfo]:
-        return [f for f in self.functions.values() if f.parent is info.scope]
+    def _is_callback(self, call: cst.Call, scope: Scope) -> bool:
+        name = self.qualname(call.func, scope) or ""
+        return name.startswith("jax") and name.rsplit(".", 1)[-1] in CALLBACK_NAMES
 
     def _record_transform_call(self, call: cst.Call, scope: Scope) -> None:
         name = self.qualname(call.func, scope)
         args = positional(call)
+        if name in REF_KERNEL_TAKERS:
+            kernel = self.function_for(args[0], scope) if args else None
+            if kernel is not None:
+                kernel.ref_params = True
+                kernel.traced = True
+                kernel.traced_by = kernel.traced_by or name
+            return
         if name in LAX_BODIES:
             bodies: list[cst.BaseExpression] = []
             for index, kw in LAX_BODIES[name]:

@@ -6,6 +6,7 @@ Tracked in source order during the rule traversal (the latest assignment wins), 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -46,6 +47,7 @@ ARRAY_METHODS = frozenset(
     }
 )
 ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
+REF_NAME = re.compile(r"(^|_)refs?$")
 
 _ANNOTATIONS = {
     "jax.Array": JAX,
@@ -70,8 +72,9 @@ class KindTracker:
         function = scope.function
         if function is not None:
             for param in function.params:
-                frame[param] = None
-            for param in function.traced_params:
+                # Pallas convention: kernel parameters are Refs (`x_ref`, `o_ref`, ...)
+                frame[param] = REF if function.ref_params or REF_NAME.search(param) else None
+            for param in function.traced_params - {p for p, k in frame.items() if k == REF}:
                 frame[param] = JAX
             node = function.node
             for param in _all_params(node.params):
