@@ -357,6 +357,11 @@ def test_old_config_import_removed_when_jax_already_imported():
     assert fix(source) == "import jax\njax.config.update('jax_enable_x64', True)\nprint(jax.config.jax_enable_x64)\n"
 
 
+def test_import_jax_config_module():
+    assert fix("import jax.config\njax.config.update('a', 1)\n") == "import jax\njax.config.update('a', 1)\n"
+    assert fix("import jax\nimport jax.config\njax.config.update('a', 1)\n") == "import jax\njax.config.update('a', 1)\n"
+
+
 def test_old_config_import_alias_and_nested_uses():
     source = (
         "from jax.config import config as cfg\n"

@@ -143,7 +143,11 @@ class RemovedJaxConfigModule(Rule):
                 and len(node.names) == 1
                 and "jax.config.config" not in self.ctx.module.code
             ):
-                fix = ([ReplaceNode(node, "import jax")], True, "import jax instead")
+                statement = self.ctx.statement_stack[-1]
+                if statement in self.ctx.module.body and len(statement.body) == 1 and self._jax_imported_before(statement):
+                    fix = ([RemoveNode(statement)], True, "remove it: jax is already imported")
+                else:
+                    fix = ([ReplaceNode(node, "import jax")], True, "import jax instead")
             self.report(node, self.message.format(statement=f"import {name}"), fix)
 
     def visit_Name(self, node: cst.Name) -> None:

@@ -263,6 +263,8 @@ _GUARDS = frozenset(
     }
 )
 _WHERE = frozenset({"jax.numpy.where", "jax.lax.select"})
+# functions that are smooth on positive inputs: `log1p(exp(...))` is never singular
+_POSITIVE_OK = frozenset({"log", "log2", "log10", "log1p", "sqrt", "cbrt", "rsqrt"})
 
 
 def _variables(ctx, node: cst.CSTNode) -> set[str]:
@@ -375,6 +377,8 @@ class WhereGradNan(Rule):
         "import numpy as np\ndef f(x):\n    return np.where(x > 0, np.log(x), 0.0)\n",
         # integer power is smooth everywhere
         "import jax.numpy as jnp\ndef f(x):\n    return jnp.where(x > 0, x ** 2, 0.0)\n",
+        # the author defined the gradient
+        "import jax\nimport jax.numpy as jnp\n@jax.custom_jvp\ndef xlogy(x, y):\n    return jnp.where(x != 0, x * jnp.log(y), 0.0)\n",
         # double-where through a name (flax style method)
         "import flax.linen as nn\nimport jax.numpy as jnp\nclass L(nn.Module):\n    def __call__(self, x):\n"
         "        ok = x > 0\n        x_safe = jnp.where(ok, x, 1.0)\n        return jnp.where(ok, jnp.log(x_safe), 0.0)\n",
@@ -385,7 +389,7 @@ class WhereGradNan(Rule):
         if qual(ctx, node.func) not in _WHERE:
             return
         args = positional(node)
-        if len(args) != 3 or len(node.args) != 3:
+        if len(args) != 3 or len(node.args) != 3 or self._custom_derivative():
             return
         condition_vars = _variables(ctx, args[0])
         if not condition_vars:
@@ -401,6 +405,19 @@ class WhereGradNan(Rule):
                     text = text[:37] + "..."
                 self.report(node, self.message.format(op=op, operand=text, operand_short=short))
                 return
+
+    def _custom_derivative(self) -> bool:
+        """Inside a function with a custom_jvp/custom_vjp decorator: its author wrote the gradient."""
+        function = self.ctx.function
+        while function is not None:
+            for decorator in function.decorators:
+                target = decorator.decorator
+                target = target.func if isinstance(target, cst.Call) else target
+                name = self.ctx.facts.qualname(target, function.parent) or ""
+                if name.rsplit(".", 1)[-1] in ("custom_jvp", "custom_vjp"):
+                    return True
+            function = self.ctx.facts.enclosing_function(function.parent)
+        return False
 
     def _hazard(self, branch: cst.BaseExpression, condition_vars: set[str]):
         """The first (operation, operand) in `branch` with an unguarded operand the condition tests."""
@@ -425,7 +442,7 @@ class WhereGradNan(Rule):
                     elif name in ("xlogy", "xlog1py"):
                         if len(args) == 2:
                             rule._consider(name, args[1], condition_vars, found)
-                    elif args:
+                    elif args and not (name in _POSITIVE_OK and math_call(ctx, args[0], ("exp", "exp2")) is not None):
                         rule._consider(name, args[0], condition_vars, found)
                 return not found
 
@@ -622,7 +639,7 @@ class UnstableNumerics(Rule):
         arg = only_arg(node)
         if name == "log1p":
             inner = math_call(ctx, arg, ("exp",))
-            if inner is not None:
+            if inner is not None and not self._non_positive(only_arg(arg)):
                 self._softplus(node, only_arg(arg), module, f"{name}(exp(x))")
             return
         if isinstance(arg, cst.BinaryOperation):
@@ -631,13 +648,25 @@ class UnstableNumerics(Rule):
         if isinstance(arg, cst.Call):
             self._log_of_call(node, arg, module)
 
+    def _non_positive(self, exponent: cst.BaseExpression) -> bool:
+        """`-abs(d)` / `lax.neg(lax.abs(d))`: exp of it cannot overflow (the stable form)."""
+        ctx = self.ctx
+        if isinstance(exponent, cst.UnaryOperation) and isinstance(exponent.operator, cst.Minus):
+            inner = exponent.expression
+        elif isinstance(exponent, cst.Call) and (qual(ctx, exponent.func) or "").endswith(".neg") and exponent.args:
+            inner = exponent.args[0].value
+        else:
+            return False
+        return isinstance(inner, cst.Call) and (qual(ctx, inner.func) or "").rsplit(".", 1)[-1] in ("abs", "absolute")
+
     def _log_of_sum(self, node: cst.Call, arg: cst.BinaryOperation, module: str) -> None:
         ctx = self.ctx
         if isinstance(arg.operator, cst.Add):
             if is_one(arg.left) or is_one(arg.right):
                 other = arg.right if is_one(arg.left) else arg.left
                 if math_call(ctx, other, ("exp",)) is not None:
-                    self._softplus(node, only_arg(other), module, "log(1 + exp(x))")
+                    if not self._non_positive(only_arg(other)):
+                        self._softplus(node, only_arg(other), module, "log(1 + exp(x))")
                     return
                 self._same_module(node, module, "log1p", arg_code(ctx, other), "log(1 + x)")
                 return
@@ -764,7 +793,7 @@ _IMPLEMENTS = {
     "log1p": ("log1p",),
     "expm1": ("expm1",),
     "logaddexp": ("logaddexp",),
-    "softplus": ("softplus",),
+    "softplus": ("softplus", "logaddexp"),
     "logsumexp": ("logsumexp",),
     "log_softmax": ("log_softmax",),
     "log_sigmoid": ("log_sigmoid",),
