@@ -62,7 +62,7 @@ AMPLIFICATION_LIMIT = 10.0
 
 _SUMMARY = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?::\d+)?(?: \((?P<func>.*)\))?$")
 _TINY = float(np.finfo(np.float64).tiny)
-_N_STATS = 7  # local: diff, ratio; shadow: diff, ratio, scale, count; flips
+_N_STATS = 7  # local: diff, ratio; shadow: diff, ratio; scale; count; flips
 UNRECORDED = -1  # origin of error from ops that were skipped or are not floats
 
 
@@ -208,23 +208,29 @@ def _max_all(*xs):
     )
 
 
-def _float_stats(working, reference, rtol, atol, shadow):
-    """Compare ``working`` with a float64 ``reference``.
-
-    Returns [max diff, max diff / allowed] and, for the shadow, also
-    [max finite |reference|, count outside tolerance]. ``allowed`` is
-    ``atol + rtol * |reference|``, so a ratio above 1 is a failure.
-    """
+def _differences(working, reference, rtol, atol):
+    """|working - reference| and its ratio to ``atol + rtol * |reference|`` (above 1 fails)."""
     w = working.astype(reference.dtype)
     both_nan = jnp.isnan(w) & jnp.isnan(reference)
     diff = jnp.where((w == reference) | both_nan, 0.0, jnp.abs(w - reference))
     # A NaN difference gives a NaN ratio, which counts as out of tolerance.
-    ratio = jnp.where(diff == 0, 0.0, diff / (atol + rtol * jnp.abs(reference)))
-    if not shadow:
-        return list(_max_all(diff, ratio))
-    magnitude = jnp.where(jnp.isfinite(reference), jnp.abs(reference), 0.0)
-    count = jnp.sum((~(ratio <= 1)).astype(jnp.float64))
-    return [*_max_all(diff, ratio, magnitude), count]
+    return diff, jnp.where(diff == 0, 0.0, diff / (atol + rtol * jnp.abs(reference)))
+
+
+def _float_stats(working, shadow, local, rtol, atol):
+    """[local max diff, local max ratio, shadow max diff, shadow max ratio,
+    max finite |shadow|, count out of tolerance against the shadow].
+
+    ``local`` None means it equals the shadow (the op's inputs were exact).
+    """
+    a_diff, a_ratio = _differences(working, shadow, rtol, atol)
+    magnitude = jnp.where(jnp.isfinite(shadow), jnp.abs(shadow), 0.0)
+    count = jnp.sum((~(a_ratio <= 1)).astype(jnp.float64))
+    if local is None:
+        a_max, a_ratio_max, scale = _max_all(a_diff, a_ratio, magnitude)
+        return [a_max, a_ratio_max, a_max, a_ratio_max, scale, count]
+    l_diff, l_ratio = _differences(working, local, rtol, atol)
+    return [*_max_all(l_diff, l_ratio, a_diff, a_ratio, magnitude), count]
 
 
 class _Instrumenter:
@@ -314,9 +320,7 @@ class _Instrumenter:
                 # Like assert_close on mixed dtypes, the loosest of inputs and output: an
                 # upcast from float16 must not be held to float32's tolerance.
                 rtol, atol = tolerance(aval.dtype, *float_in_dtypes, rtol=self.rtol, atol=self.atol)
-                shadow_stats = _float_stats(w, s, rtol, atol, True)
-                local_stats = shadow_stats[:2] if local is sout else _float_stats(w, local[k], rtol, atol, False)
-                vec = local_stats + shadow_stats + [0]
+                vec = _float_stats(w, s, None if local is sout else local[k], rtol, atol) + [0]
                 origins.append((self._add(eqn, k, merged, rtol, atol, vec),))
             else:
                 if float_in or eqn.primitive in CONTROL_FLOW:
