@@ -320,8 +320,8 @@ class WhereGradNan(Rule):
     code = "JG802"
     name = "where-grad-nan"
     message = (
-        "jnp.where does not stop {op} of '{operand}' from being evaluated (and differentiated) where "
-        "the condition excludes it: its gradient is NaN there; also guard the operand "
+        "{where} evaluates and differentiates both branches: {op} of '{operand}' has an inf/NaN "
+        "gradient where the condition excludes it, and 0 * inf is NaN; guard the operand too "
         "(double-where: {operand_short}_safe = jnp.where(cond, {operand_short}, 1.0))"
     )
     fix_kind = "suggest"
@@ -403,7 +403,8 @@ class WhereGradNan(Rule):
                 short = short.replace(".", "_")
                 if len(text) > 40:
                     text = text[:37] + "..."
-                self.report(node, self.message.format(op=op, operand=text, operand_short=short))
+                where = "lax.select" if qual(ctx, node.func) == "jax.lax.select" else "jnp.where"
+                self.report(node, self.message.format(where=where, op=op, operand=text, operand_short=short))
                 return
 
     def _custom_derivative(self) -> bool:
