@@ -844,6 +844,7 @@ class LowPrecisionFiniteDifference(Rule):
         "import jax\nimport jax.numpy as jnp\nclass Check:\n    def slope(self, params):\n        h = 1e-3\n"
         "        return (self.loss(params + h) - self.loss(params)) / h\n",
         "import jax.numpy as jnp\ndef make_fd(f):\n    def fd(x):\n        return (f(x + 1e-4) - f(x)) / 1e-4\n    return fd\n",
+        "import jax\ndef fd(f, x, eps=1e-4):\n    return (f(x + eps) - f(x)) / eps\n",
     )
     valid = (
         "import jax.numpy as jnp\ndef d(f, x):\n    return (f(x + 0.1) - f(x)) / 0.1\n",
@@ -908,5 +909,11 @@ class LowPrecisionFiniteDifference(Rule):
             values = owner.values.get(step.value, []) if owner is not None else []
             if len(values) == 1 and values[0] is not None:
                 return _literal_float(values[0])
+            function = owner.function if owner is not None else None
+            if not values and function is not None and isinstance(function.node, cst.FunctionDef):
+                parameters = function.node.params
+                for param in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params):
+                    if param.name.value == step.value and param.default is not None:
+                        return _literal_float(param.default)  # `def fd(f, x, eps=1e-4)`
         return None
 
