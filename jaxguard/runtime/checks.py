@@ -122,9 +122,16 @@ def _called_api(frames):
     for frame in frames:
         if _is_user(frame):
             return api_name
-        if not frame[0].startswith(_RUNTIME_DIR):  # skip jaxguard's own wrappers
+        # Skip jaxguard's own wrappers and jax's dispatch machinery (a jitted API such as
+        # jnp.take_along_axis is entered through these).
+        if not frame[0].startswith(_RUNTIME_DIR) and frame[1] not in _DISPATCH_FRAMES:
             api_name = frame[1]
     return None
+
+
+_DISPATCH_FRAMES = {"current", "process_primitive", "bind_with_trace", "bind",
+                    "_run_python_pjit", "_pjit_call_impl_python", "cache_miss",
+                    "reraise_with_filtered_traceback"}
 
 
 def _user_frames(frames):
