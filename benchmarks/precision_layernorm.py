@@ -9,7 +9,6 @@ Run: PYTHONPATH=. python benchmarks/precision_layernorm.py [--small]
 import sys
 import time
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 

@@ -4,6 +4,7 @@ Run: PYTHONPATH=. python benchmarks/precision_overhead.py
 Prints first-call (trace + compile + run) and warm (median of repeated calls) times.
 """
 
+import itertools
 import os
 import statistics
 import time
@@ -21,7 +22,7 @@ REPEATS = 50
 def init(seed=0):
     rng = np.random.default_rng(seed)
     params = []
-    for n_in, n_out in zip(WIDTHS[:-1], WIDTHS[1:]):
+    for n_in, n_out in itertools.pairwise(WIDTHS):
         w = rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)
         params.append({"w": jnp.asarray(w, jnp.float32), "b": jnp.zeros(n_out, jnp.float32)})
     x = jnp.asarray(rng.standard_normal((BATCH, WIDTHS[0])), jnp.float32)

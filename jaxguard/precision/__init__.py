@@ -15,16 +15,16 @@ from jaxguard.precision._ops import OpsReport, Record, check_ops
 from jaxguard.precision._tolerance import default_tolerance
 
 __all__ = [
+    "Divergence",
+    "GradReport",
+    "OpsReport",
+    "PrecisionWarning",
+    "Probe",
+    "Record",
     "assert_close",
-    "check_ops",
     "check_grads",
-    "divergence",
+    "check_ops",
     "checking",
     "default_tolerance",
-    "OpsReport",
-    "Record",
-    "GradReport",
-    "Probe",
-    "Divergence",
-    "PrecisionWarning",
+    "divergence",
 ]

@@ -82,10 +82,14 @@ def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_dtype):
         f"{kind} are not close!",
         "",
         f"Mismatched elements: {n_bad} / {n} ({100.0 * n_bad / n:.1f}%)",
-        f"Greatest absolute difference: {flat_abs[i_abs]:.6g} at index {_fmt_index(i_abs, a.shape)}"
-        f" (up to {atol:g} allowed)",
-        f"Greatest relative difference: {flat_rel[i_rel]:.6g} at index {_fmt_index(i_rel, a.shape)}"
-        f" (up to {rtol:g} allowed)",
+        (
+            f"Greatest absolute difference: {flat_abs[i_abs]:.6g} at index {_fmt_index(i_abs, a.shape)}"
+            f" (up to {atol:g} allowed)"
+        ),
+        (
+            f"Greatest relative difference: {flat_rel[i_rel]:.6g} at index {_fmt_index(i_rel, a.shape)}"
+            f" (up to {rtol:g} allowed)"
+        ),
         f"(actual dtype {a.dtype}, expected dtype {e.dtype}, shape {a.shape})",
     ]
 

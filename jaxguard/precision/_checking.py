@@ -128,7 +128,7 @@ class checking:
                 max_numel=self.max_numel,
                 _log=self._log,
             )
-        except Exception as exc:  # a checker bug must never break the user's program
+        except Exception as exc:  # noqa: BLE001 - a checker bug must never break the user's program
             warnings.warn(f"jaxguard.precision could not check {with_arrays.__name__}: {exc!r}", PrecisionWarning)
             return
         finally:

@@ -54,13 +54,15 @@ class GradReport:
     def __str__(self):
         bad = sum(not p.passed for p in self.probes)
         lines = [
-            f"check_grads: {len(self.probes) - bad}/{len(self.probes)} probes passed "
-            f"(working dtype {self.dtype}, rtol={self.rtol:.3g}, atol={self.atol:.3g})",
+            (
+                f"check_grads: {len(self.probes) - bad}/{len(self.probes)} probes passed "
+                f"(working dtype {self.dtype}, rtol={self.rtol:.3g}, atol={self.atol:.3g})"
+            ),
             f"{'leaf':<12} {'index':<14} {'analytic':>13} {'numeric':>13} {'ratio':>9} {'step':>9} {'roundoff':>9}",
         ]
         for p in self.probes:
             lines.append(
-                f"{p.leaf:<12} {str(p.index):<14} {p.analytic:13.6g} {p.numeric:13.6g} {p.ratio:9.5g} "
+                f"{p.leaf:<12} {p.index!s:<14} {p.analytic:13.6g} {p.numeric:13.6g} {p.ratio:9.5g} "
                 f"{p.step:9.2e} {p.roundoff:9.2e} {'ok' if p.passed else 'FAIL'}"
             )
         return "\n".join(lines)

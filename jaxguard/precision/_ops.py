@@ -17,9 +17,9 @@ import time
 import jax
 import jax.extend.core as jcore
 import jax.extend.core.primitives as P
-import jax.extend.source_info_util as source_info_util
 import jax.numpy as jnp
 import numpy as np
+from jax.extend import source_info_util
 
 from jaxguard.precision._shadow import (
     apply_wide,
@@ -162,8 +162,10 @@ class OpsReport:
 
     def __str__(self):
         lines = [
-            f"check_ops({self.fn_name}): {len(self.records)} outputs checked, "
-            f"{len(self.failures)} failed, {self.skipped} skipped"
+            (
+                f"check_ops({self.fn_name}): {len(self.records)} outputs checked, "
+                f"{len(self.failures)} failed, {self.skipped} skipped"
+            )
         ]
         header = f"{'score':>9} {'local':>9} {'accum':>9} {'amplif':>9} {'flips':>5}  {'op':<20} {'dtype[shape]':<22} source"
         lines.append(header)
@@ -478,4 +480,4 @@ def check_ops(fn, *args, rtol=None, atol=None, max_checks=10, log_once=True, pat
     return report
 
 
-__all__ = ["Record", "OpsReport", "check_ops"]
+__all__ = ["OpsReport", "Record", "check_ops"]

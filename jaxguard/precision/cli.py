@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
         return exc.code or 0
     try:
         return _report(options, fn, args)
-    except Exception as exc:  # the function does not run on these inputs: a spec problem
+    except Exception as exc:  # noqa: BLE001 - the function does not run on these inputs: a spec problem
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"jaxguard precision: error: {options.target} failed on these inputs: {type(exc).__name__}: {first}", file=sys.stderr)
         return USAGE_ERROR

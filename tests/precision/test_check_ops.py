@@ -6,11 +6,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import line_of
 from jax import lax
 
-from conftest import line_of
-from jaxguard.precision import check_ops
-from jaxguard.precision import _ops
+from jaxguard.precision import _ops, check_ops
 
 RNG = np.random.default_rng(0)
 X = jnp.asarray(RNG.standard_normal(100), jnp.float32)

@@ -6,8 +6,8 @@ import warnings
 import jax
 import jax.numpy as jnp
 import pytest
-
 from conftest import line_of
+
 from jaxguard.precision import PrecisionWarning, _ops, checking
 
 
