@@ -203,7 +203,7 @@ def _check(args: argparse.Namespace) -> int:
     diffs: list[tuple[str, str]] = []
     cache_dir = None if args.no_cache else str(_cache_dir(args, config))
     tasks = [
-        Task(path, config.settings_for(path), fix, args.unsafe_fixes, not args.diff, not args.no_prefilter)
+        Task(path, _settings_for(config, path), fix, args.unsafe_fixes, not args.diff, not args.no_prefilter)
         for path in found.files
     ]
     for result in run(tasks, args.jobs, cache_dir):
@@ -218,6 +218,13 @@ def _check(args: argparse.Namespace) -> int:
     diagnostics.sort(key=report.sort_key)
     diffs.sort()
     return _finish(args, diagnostics, error, fixed, unsafe_hidden, "".join(d for _, d in diffs))
+
+
+def _settings_for(config, path: str):
+    try:
+        return config.settings_for(path)
+    except (OSError, RuntimeError, ValueError):  # a symlink loop: the file is reported as unreadable
+        return config.settings_for(".")
 
 
 def _diff(path: str, original: str, fixed: str) -> str:
