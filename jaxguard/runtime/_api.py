@@ -53,8 +53,8 @@ def _validate(options: dict) -> None:
         raise ValueError(f"jaxguard.enable: rank_promotion= must be None or one of "
                          f"{', '.join(_RANK_PROMOTION)}; got {options['rank_promotion']!r}")
     precision = options["precision"]
-    if precision is not None and precision is not True and not isinstance(precision, dict):
-        raise ValueError(f"jaxguard.enable: precision= must be None, True or a dict of "
+    if precision not in (None, True, False) and not isinstance(precision, dict):
+        raise ValueError(f"jaxguard.enable: precision= must be None, True, False or a dict of "
                          f"jaxguard.precision.checking() options, got {precision!r}")
 
 
@@ -205,6 +205,12 @@ def guard(**options):
     return guarded(options, warn_late=False)
 
 
+# Open guard() blocks of all threads, oldest first, after the state before the first one
+# (None: guards off). Blocks may close out of order across threads: on exit a block
+# removes itself and the newest block still open (or that first state) applies again.
+_guard_stack: list = []
+
+
 @contextlib.contextmanager
 def guarded(options: dict, *, warn_late: bool):
     """`guard()` with control over the warning about functions jitted before it. Scoped
@@ -216,13 +222,21 @@ def guarded(options: dict, *, warn_late: bool):
         raise TypeError(f"jaxguard.guard: unknown option(s) {', '.join(sorted(unknown))}; "
                         f"expected some of {', '.join(_DEFAULTS)}")
     _validate(full)
+    token = object()
     with _lock:
-        previous = dict(_active.options) if _active is not None else None
+        if not _guard_stack:
+            _guard_stack.append((None, dict(_active.options) if _active else None))
+        _guard_stack.append((token, full))
         _enable(full, warn_late=warn_late)
     try:
         yield
     finally:
         with _lock:
-            disable()
-            if previous is not None:
-                _enable(previous, warn_late=False)
+            _guard_stack.remove(next(e for e in _guard_stack if e[0] is token))
+            options_now = _guard_stack[-1][1]
+            if len(_guard_stack) == 1:
+                _guard_stack.clear()
+            if options_now is None:
+                disable()
+            else:
+                _enable(options_now, warn_late=False)

@@ -12,6 +12,8 @@ import runpy
 import sys
 import traceback
 
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -45,6 +47,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("target", metavar="script.py", help="the script (or module) to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     return parser
+
+
+def _print_user_traceback(exc: BaseException) -> None:
+    """The traceback python would print, without runpy's and jaxguard's own frames."""
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__)
+              if not frame.filename.startswith((_RUNTIME_DIR, "<frozen"))]
+    print("Traceback (most recent call last):", file=sys.stderr)
+    print("".join(traceback.format_list(frames)), end="", file=sys.stderr)
+    print("".join(traceback.format_exception_only(type(exc), exc)), end="", file=sys.stderr)
 
 
 def main(argv: list[str]) -> int:
@@ -91,10 +102,10 @@ def main(argv: list[str]) -> int:
         if ns.module and exc.name == ns.target:
             print(f"jaxguard run: error: no such module: {ns.target}", file=sys.stderr)
             return 2
-        traceback.print_exc()
+        _print_user_traceback(exc)
         return 1
-    except Exception:  # the script's own failure: show it like python would
-        traceback.print_exc()
+    except Exception as exc:  # the script's own failure: show it like python would
+        _print_user_traceback(exc)
         return 1
     finally:
         sys.argv, sys.path[0] = saved_argv, saved_path0

@@ -164,7 +164,7 @@ def test_enable_after_jitting_user_functions_warns():
     (dict(transfers="sometimes"), "transfers= must be None or one of"),
     (dict(rank_promotion="loud"), "rank_promotion= must be None or one of"),
     (dict(x64="on"), "x64= must be None, True or False"),
-    (dict(precision=3), "precision= must be None, True or a dict"),
+    (dict(precision=3), "precision= must be None, True, False or a dict"),
 ])
 def test_bad_options_give_one_line_errors(options, message):
     before = _snapshot()
