@@ -377,6 +377,9 @@ class WhereGradNan(Rule):
         "import numpy as np\ndef f(x):\n    return np.where(x > 0, np.log(x), 0.0)\n",
         # integer power is smooth everywhere
         "import jax.numpy as jnp\ndef f(x):\n    return jnp.where(x > 0, x ** 2, 0.0)\n",
+        # a Pallas kernel: never differentiated by autodiff
+        "import jax.numpy as jnp\nfrom jax.experimental import pallas as pl\ndef kernel(l_ref, o_ref):\n"
+        "    l = l_ref[...]\n    o_ref[...] = jnp.where(l == 0.0, 1.0, 1.0 / l)\n",
         # the author defined the gradient
         "import jax\nimport jax.numpy as jnp\n@jax.custom_jvp\ndef xlogy(x, y):\n    return jnp.where(x != 0, x * jnp.log(y), 0.0)\n",
         # double-where through a name (flax style method)
@@ -408,7 +411,10 @@ class WhereGradNan(Rule):
                 return
 
     def _custom_derivative(self) -> bool:
-        """Inside a function with a custom_jvp/custom_vjp decorator: its author wrote the gradient."""
+        """Inside a function with a custom_jvp/custom_vjp decorator: its author wrote the gradient.
+        Pallas kernels count too: autodiff never goes through a kernel body."""
+        if self._pallas_module():
+            return True
         function = self.ctx.function
         while function is not None:
             for decorator in function.decorators:
@@ -419,6 +425,14 @@ class WhereGradNan(Rule):
                     return True
             function = self.ctx.facts.enclosing_function(function.parent)
         return False
+
+    def _pallas_module(self) -> bool:
+        cached = self.ctx.facts.derived.get("jaxguard.pallas")
+        if cached is None:
+            imports = self.ctx.facts.module_scope.imports.values()
+            cached = any(q.startswith(("jax.experimental.pallas", "jax._src.pallas")) for q in imports)
+            self.ctx.facts.derived["jaxguard.pallas"] = cached
+        return bool(cached)
 
     def _hazard(self, branch: cst.BaseExpression, condition_vars: set[str]):
         """The first (operation, operand) in `branch` with an unguarded operand the condition tests."""
