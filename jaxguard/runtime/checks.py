@@ -134,15 +134,23 @@ _DISPATCH_FRAMES = {"current", "process_primitive", "bind_with_trace", "bind",
                     "reraise_with_filtered_traceback"}
 
 
-def _user_frames(frames):
+class _Frames(tuple):
+    """User frames (file, line, function), innermost first: the `traceback_info` of
+    jaxguard's checkify errors. checkify's own raising path asks it for a Python
+    traceback; there is none to give."""
+
+    def as_python_traceback(self):
+        return None
+
+
+def _user_frames(frames) -> _Frames:
     """The first user frame and up to two calling frames of the user's own code (not
-    installed packages: pytest's or a launcher's frames are noise), innermost first, as
-    hashable (file, line, function)."""
+    installed packages: pytest's or a launcher's frames are noise), innermost first."""
     user = [(f[0], f[2], f[1]) for f in frames if _is_user(f)]
     if user and user[0][0] == CALL_SITE[0][0]:
-        return ()
+        return _Frames()
     callers = [f for f in user[1:] if not _is_installed(f[0])]
-    return tuple(user[:1] + callers[:2])
+    return _Frames(user[:1] + callers[:2])
 
 
 def _is_installed(filename: str) -> bool:

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax._src import api, core, dtypes
+from jax._src.interpreters import partial_eval as pe
 from jax._src import checkify as ck
 
 from jaxguard.runtime import checks, keys, recompile
@@ -121,6 +122,12 @@ class GuardedJit:
                                  f"outputs checked for NaN only.", RuntimeWarning)
         finally:
             _local.depth -= 1
+        if locating:
+            # A NaN/Inf an op made counts only if one reached an output (value_alarm):
+            # this matters when the locating twin runs directly, under an eager vmap.
+            err = err._replace(_pred={
+                effect: pred & value_alarm if effect.error_type in _VALUE_ERRORS else pred
+                for effect, pred in err._pred.items()})
         alarm = functools.reduce(jnp.logical_or, err._pred.values(), value_alarm)
         return alarm, err, out
 
@@ -133,10 +140,16 @@ class GuardedJit:
         try:
             alarmed = bool(alarm)  # the one device-to-host read per call
         except jax.errors.ConcretizationTypeError:
-            raise_under_transform(err)  # called under an eager vmap
-        else:
-            if alarmed:
-                self._raise(err, out, args, kwargs)
+            alarmed = False
+            if not any(isinstance(leaf, pe.DynamicJaxprTracer)
+                       for leaf in jax.tree_util.tree_leaves((args, kwargs))):
+                # Under an eager vmap the flags are batched: run the locating twin and
+                # let checkify's check primitive raise per batch element. (Inside some
+                # other, unguarded jit nothing can be raised: the call runs unchecked.)
+                _, err, _ = self._twin(errors, True)(*args, **kwargs)
+                raise_under_transform(err)
+        if alarmed:
+            self._raise(err, out, args, kwargs)
         if self._key_positions:
             leaves = jax.tree_util.tree_leaves((args, kwargs))
             for i in sorted(self._key_positions):
@@ -250,7 +263,7 @@ def _bad_inputs(errors_now, leaves):
 
 
 def raise_under_transform(err) -> None:
-    """Under an eager vmap the flags are batched: let checkify's check primitive raise."""
+    """Raise the GuardError of a batched error value through checkify's check primitive."""
     __tracebackhide__ = True
     try:
         ck.check_error(err)

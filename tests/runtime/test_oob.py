@@ -66,6 +66,23 @@ def test_dynamic_slice(guards):
     np.testing.assert_array_equal(f(jnp.arange(5), 2), [2, 3, 4])
 
 
+def test_eager_vmap_of_a_guarded_function(guards):
+    f = jax.jit(lambda x, i: jnp.log(x) + x[i])  # vmapped-line
+    ok = jax.vmap(f, in_axes=(None, 0))(jnp.ones(3), jnp.array([0, 1]))
+    np.testing.assert_array_equal(ok, np.ones((2, 3)))
+    with pytest.raises(jaxguard.OutOfBoundsError) as info:
+        jax.vmap(f, in_axes=(None, 0))(jnp.ones(3), jnp.array([0, 5]))
+    assert_where(info.value, line_of("# vmapped-line"))
+    with pytest.raises(jaxguard.NaNError):
+        jax.vmap(f, in_axes=(0, None))(-jnp.ones((2, 3)), 0)
+
+
+def test_guarded_function_inside_an_unguarded_jit_runs_unchecked(guards):
+    guarded = jax.jit(lambda x, i: x[i])
+    outer = jax._src.api.jit(lambda x: guarded(x, 5))  # jax's own jit: not guarded
+    assert int(outer(jnp.arange(3))) == 2
+
+
 def test_index_inside_while_loop(guards):
     def body(carry):
         i, x = carry
