@@ -11,7 +11,7 @@ Why not checkify's stock checks:
   only when its output has a NaN and none of its inputs has one.
 - stock index checks flag JAX's own intentional out-of-bounds gathers (`jnp.bincount`,
   `jnp.where(size=)`, ...) and explicit `mode="fill"` / `"clip"`. Ours check only ops the
-  user reached through an indexing API, with no explicit mode (see `_EXPLICIT_MODE`).
+  user reached through an indexing API, with no explicit mode (see EXPLICIT_MODE_SCOPE).
 """
 
 from __future__ import annotations
@@ -249,11 +249,6 @@ class GuardOOB(_GuardException):
         return OutOfBoundsError(msg, where=where, op=self.prim)
 
 
-ENABLED_NAN = GuardNaN
-ENABLED_INF = GuardInf
-ENABLED_OOB = GuardOOB
-
-
 def _float_leaves(vals):
     return [v for v in vals if hasattr(v, "dtype") and dtypes.issubdtype(v.dtype, np.inexact)]
 
@@ -266,9 +261,9 @@ def _any(pred_fn, vals):
 def _nan_inf_rule(prim, base_rule, error, enabled, *in_vals, **params):
     error, out = base_rule(error, enabled, *in_vals, **params)
     outs = _float_leaves(out if prim.multiple_results else [out])
-    ins = _float_leaves(in_vals)
-    if not outs:
+    if not outs or not enabled & {GuardNaN, GuardInf}:
         return error, out
+    ins = _float_leaves(in_vals)
     tb = _user_frames(current_frames())
     if GuardNaN in enabled:
         # "Produced": NaN in the output, none in the inputs (NaN constants pass silently).
@@ -370,10 +365,6 @@ _OOB_MASKS = {
 }
 # Primitives that can turn NaN-free (finite) inputs into a NaN (an Inf): checkify's list.
 _NAN_PRIMS = [*ck.nan_primitives, lax.div_p]
-
-
-def _default_rule(prim):
-    return ck.error_checks.get(prim, functools.partial(ck.default_checkify_rule, prim))
 
 
 def _bind_rule(prim):

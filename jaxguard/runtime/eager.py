@@ -64,7 +64,6 @@ def _check_produced(op: str, inputs, outputs) -> None:
     if not outs:
         return
     ins = _float_arrays(inputs)
-    where = None
     if _settings["nans"] and any(np.isnan(o).any() for o in outs) \
             and not any(np.isnan(i).any() for i in ins):
         where = _where()

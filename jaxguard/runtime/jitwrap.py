@@ -1,9 +1,9 @@
-"""The patched `jax.jit`: every function jitted while guards are on gets a checked twin.
+"""The patched `jax.jit`: every function jitted while guards are on gets checked twins.
 
-`GuardedJit` jits a function that runs the user's function under `checkify` with
-jaxguard's error classes, so NaN/Inf/out-of-bounds checks run on the device inside the
-same compiled program. The call returns the user's outputs only after the (tiny) error
-value has been read back; a set error becomes a `GuardError` naming the user's line.
+`GuardedJit` jits functions that run the user's function under `checkify` with
+jaxguard's error classes, so the checks run on the device inside the same compiled
+program (see the class docstring for the two twins). Each call reads back one flag; when
+it is set, the error becomes a `GuardError` naming the user's line.
 """
 
 from __future__ import annotations
@@ -300,5 +300,4 @@ def make_jit(original_jit):
         return guarded
 
     functools.update_wrapper(jit, original_jit)
-    jit._jaxguard_original = original_jit
     return jit

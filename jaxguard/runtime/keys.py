@@ -78,7 +78,6 @@ def _wrap(name: str, fn):
             return fn(*args, **kwargs)
         finally:
             _local.inside = False
-    wrapper._jaxguard_original = fn
     return wrapper
 
 
