@@ -11,18 +11,22 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+from collections import deque
 
 from jax._src import core
 
 from jaxguard.runtime.errors import RecompileWarning, format_where, warn_at_user
 
 _lock = threading.Lock()
-_traces: dict[tuple, list] = {}  # group -> [(function id, {arg name: description})]
+_HISTORY = 16  # traces remembered per function, to name the values a static arg took
+_counts: dict[tuple, int] = {}  # group -> number of traces
+_traces: dict[tuple, deque] = {}  # group -> last traces: (function id, signature)
 _warned: set[tuple] = set()
 
 
 def reset() -> None:
     with _lock:
+        _counts.clear()
         _traces.clear()
         _warned.clear()
 
@@ -70,7 +74,7 @@ def _signature(fun, args, kwargs) -> dict:
     sig = {}
     for name, value in named.items():
         leaves, tree = jax.tree_util.tree_flatten(value)
-        if leaves and all(_is_static(leaf) for leaf in leaves) and not hasattr(value, "shape"):
+        if all(_is_static(leaf) for leaf in leaves) and not hasattr(value, "shape"):
             sig[name] = ("static", _describe(value), None)
         else:
             sig[name] = ("traced", ", ".join(_describe(leaf) for leaf in leaves), str(tree))
@@ -81,12 +85,12 @@ def record(fun, args, kwargs, limit: int) -> None:
     group = _group(fun)
     sig = _signature(fun, args, kwargs)
     with _lock:
-        history = _traces.setdefault(group, [])
+        history = _traces.setdefault(group, deque(maxlen=_HISTORY))
         history.append((id(_unwrap(fun)), sig))
-        if len(history) <= limit or group in _warned:
+        count = _counts[group] = _counts.get(group, 0) + 1
+        if count <= limit or group in _warned:
             return
         _warned.add(group)
-        count = len(history)
         cause, remedy = _explain(history)
     filename, lineno, name = group
     warn_at_user(f"{name} (defined at {format_where(filename, lineno)}) was traced and "
