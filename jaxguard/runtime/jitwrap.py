@@ -50,7 +50,7 @@ class GuardedJit:
 
     Two compiled twins per error set:
     - the fast twin, run on every call: out-of-bounds checks on the device, and one
-      `alarm` flag that is set when an output holds a NaN (Inf) while no input did;
+      `alarm` value that is set when a check failed or an output holds a NaN (Inf);
     - the locating twin, compiled and run only after an alarm, on the same arguments:
       checks every op for NaN/Inf so the error names the op and the user's line.
     Per-op NaN checks on every call would cost 1.5x and more on a training step.
@@ -128,8 +128,11 @@ class GuardedJit:
             err = err._replace(_pred={
                 effect: pred & value_alarm if effect.error_type in _VALUE_ERRORS else pred
                 for effect, pred in err._pred.items()})
-        alarm = functools.reduce(jnp.logical_or, err._pred.values(), value_alarm)
-        return alarm, err, out
+        op_alarm = functools.reduce(jnp.logical_or, err._pred.values(), jnp.bool_(False))
+        alarm = value_alarm.astype(jnp.int32) + 2 * op_alarm.astype(jnp.int32)
+        # The error value goes back to Python (~10 us per call to rebuild) only where a
+        # re-run cannot recover it: the locating twin, and functions that donate.
+        return alarm, (err if locating or self._donates else None), out
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # pytest: show the user's line, not this wrapper
@@ -138,9 +141,9 @@ class GuardedJit:
             return self._plain(*args, **kwargs)
         alarm, err, out = self._twin(errors, False)(*args, **kwargs)
         try:
-            alarmed = bool(alarm)  # the one device-to-host read per call
+            alarmed = int(alarm)  # the one device-to-host read per call
         except jax.errors.ConcretizationTypeError:
-            alarmed = False
+            alarmed = 0
             if not any(isinstance(leaf, pe.DynamicJaxprTracer)
                        for leaf in jax.tree_util.tree_leaves((args, kwargs))):
                 # Under an eager vmap the flags are batched: run the locating twin and
@@ -149,17 +152,18 @@ class GuardedJit:
                 _, err, _ = self._twin(errors, True)(*args, **kwargs)
                 raise_under_transform(err)
         if alarmed:
-            self._raise(err, out, args, kwargs)
+            self._raise(alarmed, err, out, args, kwargs)
         if self._key_positions:
             leaves = jax.tree_util.tree_leaves((args, kwargs))
             for i in sorted(self._key_positions):
                 keys.consume(leaves[i], f"jitted {self._name()}")
         return out
 
-    def _raise(self, err, out, args, kwargs) -> None:
+    def _raise(self, alarm: int, err, out, args, kwargs) -> None:
+        """alarm: bit 0 = a NaN/Inf reached an output, bit 1 = a per-op check failed."""
         __tracebackhide__ = True
-        exc = err.get_exception()
-        if exc is None:  # a NaN/Inf reached an output: find the op that made it
+        exc = err.get_exception() if err is not None else None
+        if exc is None:  # re-run with every check to find the op
             leaves = jax.tree_util.tree_leaves((args, kwargs))
             if any(isinstance(leaf, jax.Array) and not isinstance(leaf, core.Tracer)
                    and leaf.is_deleted() for leaf in leaves):
@@ -167,7 +171,7 @@ class GuardedJit:
                     out, "Its arguments were donated (donate_argnums), so jaxguard could "
                          "not re-run it to find the operation: call it once without "
                          "donation to see the operation and its line.")
-            if not self._donates and bool(_bad_inputs(errors, leaves)):
+            if alarm == 1 and not self._donates and bool(_bad_inputs(errors, leaves)):
                 return  # the NaN came in with the arguments, it was not made here
             try:
                 _, err, _ = self._twin(errors, True)(*args, **kwargs)
