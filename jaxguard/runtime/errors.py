@@ -5,6 +5,8 @@ Kept free of jax imports so the pytest plugin and the CLI can name them cheaply.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import sys
 import sysconfig
@@ -47,13 +49,23 @@ class RecompileWarning(UserWarning):
     """One function was traced (and compiled) more often than `recompiles` allows."""
 
 
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    # Located without importing jax: this module must stay importable without it.
+    dirs = [_JAXGUARD_DIR]
+    for name in ("jax", "jaxlib"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            dirs.extend(os.path.abspath(d) for d in spec.submodule_search_locations)
+    return tuple(os.path.join(d, "") for d in dirs)  # "jax/" must not match "jaxtyping/"
+
+
 def _is_library_file(filename: str) -> bool:
-    # jax's, jaxlib's, jaxguard's and the standard library's files (contextlib wraps
-    # guard()) are never "the user's line".
-    if filename.startswith((_JAXGUARD_DIR, _STDLIB_DIR)):
+    """jax's, jaxlib's, jaxguard's and the standard library's files (contextlib wraps
+    guard()) are never "the user's line"."""
+    if filename.startswith(_library_dirs()) or filename.startswith("<frozen"):
         return True
-    norm = filename.replace("\\", "/")
-    return "/jax/" in norm or "/jaxlib/" in norm or norm.startswith("<frozen")
+    return filename.startswith(_STDLIB_DIR) and "-packages" not in filename
 
 
 def user_frame_here(skip: int = 1):
