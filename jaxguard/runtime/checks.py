@@ -40,7 +40,7 @@ from jaxguard.runtime.errors import (
 
 # jaxguard's own frames are never the "user frame" JAX records for an equation.
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
-_JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
+_JAX_DIR = os.path.join(os.path.dirname(os.path.abspath(jax.__file__)), "")  # with the "/"
 siu.register_exclusion(_RUNTIME_DIR)
 
 # Name scope that marks indexing calls where the user chose `mode=` explicitly.

@@ -27,7 +27,7 @@ from jax._src.numpy import array_methods
 from jaxguard.runtime import checks
 from jaxguard.runtime.errors import InfError, NaNError, format_where, user_frame_here
 
-_JAX_DIR = os.path.dirname(os.path.abspath(jax.__file__))
+_JAX_DIR = os.path.join(os.path.dirname(os.path.abspath(jax.__file__)), "")  # with the "/"
 _local = threading.local()  # .busy: inside a hook (its own ops are not checked again)
 _saved: dict[tuple, object] = {}
 _settings = {"nans": False, "infs": False, "oob": False}
