@@ -25,7 +25,7 @@ from jaxguard.runtime.errors import KeyReuseError, format_where, user_frame_here
 _NOT_CONSUMING = {"PRNGKey", "key", "key_data", "key_impl", "key_dtype", "wrap_key_data",
                   "clone", "fold_in", "random_gamma_p"}
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a weakref callback (GC) may run while it is held
 _consumed: dict[int, tuple] = {}  # id(key) -> (weakref to key, where, what consumed it)
 _local = threading.local()  # .inside: a wrapped function is running (inner calls ignored)
 _originals: dict[str, object] = {}
@@ -35,13 +35,12 @@ def _is_key(value) -> bool:
     return isinstance(value, (jax.Array, core.Tracer))
 
 
-def consume(key, what: str, where: str | None = None) -> None:
+def consume(key, what: str) -> None:
     """Mark `key` consumed by `what`; raise KeyReuseError if it was consumed before."""
     if not _is_key(key):
         return
-    if where is None:
-        frame = user_frame_here()
-        where = format_where(frame[0], frame[1]) if frame else "<unknown location>"
+    frame = user_frame_here()
+    where = format_where(frame[0], frame[1]) if frame else "<unknown location>"
     ident = id(key)
     with _lock:
         previous = _consumed.get(ident)
