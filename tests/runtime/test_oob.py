@@ -5,6 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import assert_where, line_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jax import lax
 
 import jaxguard
@@ -126,6 +128,21 @@ def test_jax_internal_out_of_bounds_uses_are_not_reported(guards):
     f(jnp.array([0, 1, 5]))
     jnp.bincount(jnp.array([0, 1, 5]), length=3)
     jnp.nonzero(jnp.array([0, 1, 5]), size=4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.sampled_from([3, 8]), i=st.integers(-20, 20))
+def test_index_is_reported_exactly_when_out_of_range(n, i):
+    # Property: x[i] raises iff i is outside [-n, n), for the jitted and the eager path.
+    with jaxguard.guard(recompiles=None):
+        f = jax.jit(lambda x, i: x[i])
+        x = jnp.arange(n)
+        for run in (lambda: f(x, i), lambda: x[jnp.int32(i)]):
+            if -n <= i < n:
+                assert int(run()) == i % n
+            else:
+                with pytest.raises(jaxguard.OutOfBoundsError):
+                    run()
 
 
 def test_oob_off():

@@ -22,6 +22,11 @@ def test_module_level():
 def test_marker():
     jax.jit(jnp.log)(-1.)
 
+@pytest.mark.jaxguard(infs=True)
+def test_marker_options(jaxguard):
+    with pytest.raises(jaxguard.InfError):
+        jax.jit(lambda x: 1. / x)(0.)
+
 def test_fixture(jaxguard):
     with pytest.raises(jaxguard.NaNError):
         jax.jit(jnp.log)(-1.)
@@ -45,16 +50,16 @@ def _run(pytester, *args):
 
 def test_off_unless_asked(pytester):
     result = _run(pytester)
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(["E *.NaNError: test_sample.py:14: NaN produced by `log`*"])
 
 
 def test_session_flag(pytester):
     result = _run(pytester, "--jaxguard")
-    result.assert_outcomes(passed=1, failed=3)
+    result.assert_outcomes(passed=2, failed=3)
     result.stdout.fnmatch_lines(["E *.NaNError: test_sample.py:7: NaN produced by `log`*",
                                  "E *.NaNError: test_sample.py:14: NaN produced by `log`*",
-                                 "E *.NaNError: test_sample.py:21: NaN produced by `log`*"])
+                                 "E *.NaNError: test_sample.py:26: NaN produced by `log`*"])
 
 
 def test_plugin_loads_without_jax():
