@@ -121,3 +121,4 @@ def test_unknown_rules_switch_the_prefilter_off():
     assert not needs_libcst(plain, ALL)
     assert needs_libcst(plain, LintSettings(frozenset({"JG999"})))
     assert needs_libcst("import math\nok = x == math.nan\n", ALL)
+    assert needs_libcst("x.at[0].set(1.0)\n", ALL)

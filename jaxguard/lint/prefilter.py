@@ -11,7 +11,7 @@
    key, a JAX config call. A file whose text mentions none of those names
    (case-insensitively, anywhere, comments included) cannot produce their findings. The
    rules that can fire without JAX have their own trigger words (JG801 compares against
-   `math.nan` / `np.nan`: "nan"). A file is skipped only if every enabled rule is known here
+   `math.nan` / `np.nan`: "nan"; JG302 any `.at[`). A file is skipped only if every enabled rule is known here
    (JAX_ONLY or RULE_TRIGGERS) and none of their words appears: a rule added later and not
    listed here switches the prefilter off rather than lose findings. That this changes no
    finding is tested over every rule's examples and the test snippets
@@ -50,28 +50,27 @@ def _trigger_pattern(traced_decorators: tuple[str, ...]) -> re.Pattern:
 
 # Rules that need one of BASE_TRIGGERS (or a configured traced decorator) in the text.
 JAX_ONLY = frozenset(
-    """JG101 JG102 JG103 JG104 JG105 JG106 JG107 JG108 JG109 JG110 JG201 JG301 JG302 JG303
+    """JG101 JG102 JG103 JG104 JG105 JG106 JG107 JG108 JG109 JG110 JG201 JG301 JG303
     JG401 JG501 JG502 JG601 JG602 JG603 JG604 JG701 JG802 JG803 JG804 JG901 JG902 JG903
     JG904 JG905 JG906""".split()
 )
-# Rules that can fire in a file that never mentions JAX, and the words they need.
-RULE_TRIGGERS: dict[str, tuple[str, ...]] = {"JG801": ("nan",)}
+# Rules that can fire in a file that never mentions JAX, and a regular expression
+# (case-insensitive) their findings need: JG801 compares against a NaN constant, JG302
+# flags any bare `x.at[i].set(v)` statement.
+RULE_TRIGGERS: dict[str, str] = {"JG801": r"nan", "JG302": r"\.\s*at\s*\["}
 
 
 def needs_libcst(source: str, settings) -> bool:
     """False only if no enabled rule can fire on `source` (see the module docstring)."""
     if mentions_jax(source, tuple(settings.traced_decorators)):
         return True
-    lowered = None
     for code in settings.enabled:
         if code in JAX_ONLY:
             continue
-        words = RULE_TRIGGERS.get(code)
-        if words is None:
+        trigger = RULE_TRIGGERS.get(code)
+        if trigger is None:
             return True  # a rule this module does not know about
-        if lowered is None:
-            lowered = source.lower()
-        if any(word in lowered for word in words):
+        if re.search(trigger, source, re.IGNORECASE):
             return True
     return False
 
