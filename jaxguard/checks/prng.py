@@ -28,6 +28,7 @@ NOT_CONSUMING = frozenset(
 )
 NEUTRAL_PREFIXES = ("builtins.", "jax.debug.", "jax.numpy.", "jax.tree_util.", "jax.tree.", "numpy.", "jax.device_put", "jax.block_until_ready")
 KEY_PARAM = re.compile(r"^(key|rng|prng|prng_key|rng_key|seed_key|\w+_key|\w+_rng)$")
+PREDICATE = re.compile(r"^_?(is|has|check|assert|validate|print|log)(_|[A-Z]|$)")
 LOOP_BODIES = ("jax.lax.fori_loop", "jax.lax.scan", "jax.lax.while_loop", "jax.lax.map")
 
 
@@ -228,6 +229,8 @@ class KeyFlow:
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("shape", "dtype", "astype"):
             return
         consumer = self._describe(call)
+        if PREDICATE.match(consumer.rsplit(".", 1)[-1]):
+            return  # `is_prng_key(key)`, `check_key(key)`: looking is not drawing
         for arg in call.args:
             key = self._key_id(arg.value, known_only=True)
             if key is not None and key.split("[")[0] not in shadowed:
@@ -410,6 +413,7 @@ class KeyReuse(_KeyRule):
         # a comprehension's own `rng`, one per split key (stax.parallel)
         "from jax import random\ndef init_fun(rng, inits):\n    rngs = random.split(rng, len(inits))\n"
         "    return [init(rng) for init, rng in zip(inits, rngs)]\n",
+        "import jax\ndef sample(key, is_prng_key):\n    assert is_prng_key(key)\n    return jax.random.normal(key)\n",
         # `key` that is a dictionary or cache key
         "def lookup(cache, key):\n    if cache.get(key) is None:\n        cache.put(key, 1)\n    return cache.get(key)\n",
     )

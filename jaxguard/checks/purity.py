@@ -323,12 +323,14 @@ def _created_locally(ctx, name: str) -> bool:
     return owner is scope and owner.function is not None and name not in owner.params and name in owner.values
 
 
+# Methods that only a list/dict/set/deque has: a call mutates the receiver.
 MUTATING_METHODS = frozenset(
-    {
-        "append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
-        "popitem", "add", "discard", "appendleft", "extendleft", "popleft",
-    }
+    {"append", "extend", "insert", "setdefault", "popitem", "appendleft", "extendleft", "popleft"}
 )
+# Also container mutators, but other objects have methods of these names too
+# (`optimizer.update(...)` is pure): flagged only on a known container or a traced pytree.
+AMBIGUOUS_MUTATING_METHODS = frozenset({"update", "pop", "remove", "clear", "add", "discard"})
+CONTAINER_KINDS = (kinds.LIST, kinds.DICT, kinds.SET)
 
 
 @register
@@ -367,12 +369,16 @@ class TracedMutatesOuterContainer(Rule):
         "import jax\nhistory = []\n@jax.jit\ndef f(x):\n    history.append(x)\n    return x\n",
         "import jax\ncache = {}\n@jax.jit\ndef f(x):\n    cache['last'] = x\n    return x\n",
         "import jax\n@jax.jit\ndef f(state, x):\n    state.update(x=x)\n    return x\n",
+        "import jax\nseen = set()\n@jax.jit\ndef f(x):\n    seen.add(x)\n    return x\n",
     )
     valid = (
         "import jax\n@jax.jit\ndef f(x):\n    out = []\n    for i in range(3):\n        out.append(x * i)\n    return out\n",
         "import jax\n@jax.jit\ndef pure_uses_internal_state(x):\n    state = dict(even=0, odd=0)\n"
         "    for i in range(10):\n        state['even' if i % 2 == 0 else 'odd'] += x\n    return state['even'] + state['odd']\n",
         "history = []\ndef f(x):\n    history.append(x)\n    return x\n",
+        # optax style: `update` of an optimizer is a pure method
+        "import jax, optax\nopt = optax.sgd(0.1)\n@jax.jit\ndef step(params, state, grads):\n"
+        "    updates, state = opt.update(grads, state, params)\n    return optax.apply_updates(params, updates), state\n",
         # Pallas kernels write their output Refs
         "import jax\nfrom jax.experimental import pallas as pl\ndef kernel(x, out, acc_scratch):\n"
         "    acc_scratch[...] = x[...]\n    out[...] = acc_scratch[...]\n"
@@ -384,9 +390,20 @@ class TracedMutatesOuterContainer(Rule):
         func = node.func
         if not self.ctx.in_traced or not isinstance(func, cst.Attribute):
             return
-        if func.attr.value not in MUTATING_METHODS or not isinstance(func.value, cst.Name):
+        if not isinstance(func.value, cst.Name):
             return
-        self._check(func.value, node)
+        method = func.attr.value
+        if method in MUTATING_METHODS or (method in AMBIGUOUS_MUTATING_METHODS and self._is_container(func.value)):
+            self._check(func.value, node)
+
+    def _is_container(self, name: cst.Name) -> bool:
+        ctx = self.ctx
+        if ctx.kind_of(name) in CONTAINER_KINDS:
+            return True
+        function = ctx.function
+        owner = ctx.scope.lookup(name.value)
+        # a traced parameter is a pytree of arrays: if it has `.update`, it is a dict
+        return function is not None and owner is function.scope and name.value in function.traced_params
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:

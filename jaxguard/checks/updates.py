@@ -160,6 +160,8 @@ class DiscardedFunctionalUpdate(Rule):
         "import numpy as np\nv = np.arange(4)\nv.sort()\n",
         "import jax\nimport jax.numpy as jnp\nx = jnp.ones(3)\njax.block_until_ready(x)\nx.block_until_ready()\n",
         "items = [3, 1, 2]\nitems.sort()\n",
+        "import jax.numpy as jnp\ndef compatible(a, b):\n    try:\n        jnp.broadcast_shapes(a, b)\n        return True\n"
+        "    except ValueError:\n        return False\n",
     )
 
     def visit_Expr(self, node: cst.Expr) -> None:
@@ -178,6 +180,8 @@ class DiscardedFunctionalUpdate(Rule):
         qualified = ctx.qualname(func)
         if qualified is None or not qualified.startswith("jax.numpy.") or qualified in NOT_PURE:
             return
+        if any(isinstance(s, cst.Try) for s in ctx.statement_stack):
+            return  # called for the exception it may raise (`jnp.broadcast_shapes(a, b)`)
         args = positional(call)
         first = args[0] if args else None
         self._report(node, call, first, fixable=qualified in SORTING)

@@ -61,6 +61,9 @@ GRAD_TRANSFORMS = frozenset(
 # Host callbacks: the functions they receive run in Python with concrete values, not traced.
 CALLBACK_NAMES = frozenset({"pure_callback", "io_callback", "callback", "id_tap", "id_print"})
 
+FUNCTION_APPLYING_PREFIXES = ("jax.", "equinox.", "flax.", "optax.")
+FUNCTION_APPLYING_BUILTINS = frozenset({"builtins.map", "builtins.filter", "functools.reduce"})
+
 # Pallas: kernels (and run_scoped bodies) receive mutable Refs, not arrays.
 REF_KERNEL_TAKERS = frozenset(
     {
@@ -713,9 +716,9 @@ class ModuleFacts:
                 callee = self.function_for(call.func, info.scope)
                 if callee is not None:
                     reached.append(callee)
-                if self._is_callback(call, info.scope) or self.qualname(call.func, info.scope) == "functools.partial":
-                    continue  # a partial is followed where it is passed, not where it is made
-                # functions passed as arguments are called at trace time too (tree_map, ...)
+                if not self._calls_its_function_arguments(call, info.scope):
+                    continue
+                # functions passed to tree_map and the like are called at trace time too
                 for arg in call.args:
                     if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call, cst.Lambda)):
                         passed = self.function_for(arg.value, info.scope)
@@ -729,9 +732,17 @@ class ModuleFacts:
                     seen.add(id(callee))
                     work.append(callee)
 
-    def _is_callback(self, call: cst.Call, scope: Scope) -> bool:
+    def _calls_its_function_arguments(self, call: cst.Call, scope: Scope) -> bool:
+        """A library call that applies the functions it is given while tracing (tree_map, ...).
+
+        Host callbacks run later with concrete values; a partial is followed where it is
+        passed; other objects' methods may store the function for a callback, so they are
+        not followed (precision over recall).
+        """
         name = self.qualname(call.func, scope) or ""
-        return name.startswith("jax") and name.rsplit(".", 1)[-1] in CALLBACK_NAMES
+        if name.rsplit(".", 1)[-1] in CALLBACK_NAMES:
+            return False
+        return name.startswith(FUNCTION_APPLYING_PREFIXES) or name in FUNCTION_APPLYING_BUILTINS
 
     def _record_transform_call(self, call: cst.Call, scope: Scope) -> None:
         name = self.qualname(call.func, scope)

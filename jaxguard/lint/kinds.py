@@ -169,10 +169,9 @@ class KindTracker:
                 return JAX
             if name.startswith("numpy."):
                 return NUMPY
-            if name == "builtins.list":
-                return LIST
-            if name == "builtins.dict":
-                return DICT
+            builtin_kind = {"builtins.list": LIST, "builtins.dict": DICT, "builtins.set": SET}.get(name)
+            if builtin_kind is not None:
+                return builtin_kind
         updated = at_update_base(node)
         if updated is not None:
             return self.kind_of(updated)
