@@ -3,7 +3,7 @@
 import jax
 import jax.numpy as jnp
 import pytest
-from conftest import assert_where, line_of
+from runtime_helpers import assert_where, line_of
 
 import jaxguard
 

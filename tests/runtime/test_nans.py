@@ -4,8 +4,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_where, line_of
 from jax import lax
+from runtime_helpers import assert_where, line_of
 
 import jaxguard
 

@@ -4,10 +4,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_where, line_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax import lax
+from runtime_helpers import assert_where, line_of
 
 import jaxguard
 

@@ -5,7 +5,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import pytest
-from conftest import line_of
+from runtime_helpers import line_of
 
 import jaxguard
 
