@@ -7,6 +7,7 @@ The guards are switched on before the script (or any module it imports) runs, so
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import runpy
 import sys
@@ -58,6 +59,16 @@ def _print_user_traceback(exc: BaseException) -> None:
     print("".join(traceback.format_exception_only(type(exc), exc)), end="", file=sys.stderr)
 
 
+def _module_exists(name: str) -> bool:
+    sys.path.insert(0, os.getcwd())  # as `python -m` would see it
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a missing parent package, or an empty name
+        return False
+    finally:
+        sys.path.pop(0)
+
+
 def main(argv: list[str]) -> int:
     """Entry point used by `jaxguard run`; returns the process exit code."""
     parser = _parser()
@@ -70,6 +81,9 @@ def main(argv: list[str]) -> int:
         return 2
     if not ns.module and not os.path.isfile(ns.target):
         print(f"jaxguard run: error: no such script: {ns.target}", file=sys.stderr)
+        return 2
+    if ns.module and not _module_exists(ns.target):
+        print(f"jaxguard run: error: no such module: {ns.target}", file=sys.stderr)
         return 2
 
     try:
@@ -97,12 +111,6 @@ def main(argv: list[str]) -> int:
         if code is None or isinstance(code, int):
             return code or 0
         print(code, file=sys.stderr)
-        return 1
-    except ImportError as exc:
-        if ns.module and exc.name == ns.target:
-            print(f"jaxguard run: error: no such module: {ns.target}", file=sys.stderr)
-            return 2
-        _print_user_traceback(exc)
         return 1
     except Exception as exc:  # the script's own failure: show it like python would
         _print_user_traceback(exc)

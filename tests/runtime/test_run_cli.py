@@ -58,6 +58,16 @@ def test_missing_script_is_a_one_line_error(capsys):
     assert err.strip() == "jaxguard run: error: no such script: no_such_script.py"
 
 
+def test_module_mode(tmp_path, monkeypatch, capsys):
+    (tmp_path / "trainmod.py").write_text("print('module ran')\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["-m", "trainmod"]) == 0
+    assert "module ran" in capsys.readouterr().out
+    assert main(["-m", "no_such_module_here"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        "jaxguard run: error: no such module: no_such_module_here"
+
+
 def test_bad_flag_value(script, capsys):
     assert main(["--transfers", "sometimes", str(script)]) == 2
     assert "invalid choice" in capsys.readouterr().err
