@@ -15,6 +15,7 @@ import libcst as cst
 
 from jaxguard.lint.facts import ModuleFacts, Scope, literal_int, positional, target_name_nodes
 from jaxguard.lint.registry import Rule, register
+from jaxguard.lint.walk import walk
 
 KEY_MAKERS = frozenset({"jax.random.key", "jax.random.PRNGKey"})
 KEY_SOURCES = KEY_MAKERS | {
@@ -298,7 +299,7 @@ def _assigned_names(block) -> set[str]:
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
 
-    block.visit(_Collect())
+    walk(block, _Collect())
     return names
 
 
@@ -337,7 +338,7 @@ def _calls_in_evaluation_order(node: cst.CSTNode) -> list[tuple[cst.Call, frozen
             if isinstance(original_node, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
                 shadowed.pop()
 
-    node.visit(_Collect())
+    walk(node, _Collect())
     return calls
 
 

@@ -15,6 +15,7 @@ from jaxguard.lint.diagnostic import Diagnostic, Edit, Fix
 from jaxguard.lint.facts import ModuleFacts, Scope
 from jaxguard.lint.registry import INTERNAL_ERROR, SYNTAX_ERROR, Rule, all_rules
 from jaxguard.lint.suppress import Suppressions
+from jaxguard.lint.walk import walk
 
 MAX_FIX_PASSES = 10
 
@@ -212,7 +213,7 @@ def _lint_module(module: cst.Module, source: str, path: str, settings: LintSetti
     rules = [rules_by_code[code](ctx) for code in sorted(settings.enabled) if code in rules_by_code]
     diagnostics: list[Diagnostic] = []
     try:
-        module.visit(_Runner(ctx, rules))
+        walk(module, _Runner(ctx, rules))
         for rule in rules:
             rule.finish()
     except RecursionError:

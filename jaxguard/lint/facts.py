@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from jaxguard.lint.walk import walk
+
 BUILTIN_NAMES = frozenset(dir(builtins))
 
 # Transformations whose function argument is traced with abstract values.
@@ -309,7 +311,7 @@ def loaded_names(module: cst.Module) -> set[cst.Name]:
             if node not in skip:
                 loads.add(node)
 
-    module.visit(_Collect())
+    walk(module, _Collect())
     return loads
 
 
@@ -539,7 +541,7 @@ class ModuleFacts:
     @classmethod
     def build(cls, module: cst.Module, traced_decorators: tuple[str, ...] = ()) -> ModuleFacts:
         facts = cls(module, traced_decorators)
-        module.visit(_Collector(facts))
+        walk(module, _Collector(facts))
         facts._find_traced()
         return facts
 
