@@ -141,7 +141,7 @@ class RemovedJaxConfigModule(Rule):
                 name == "jax.config"
                 and alias.asname is None
                 and len(node.names) == 1
-                and "jax.config.config" not in self.ctx.module.code
+                and "jax.config.config" not in self.ctx.source
             ):
                 statement = self.ctx.statement_stack[-1]
                 if statement in self.ctx.module.body and len(statement.body) == 1 and self._jax_imported_before(statement):
@@ -247,7 +247,7 @@ def module_x64_aware(ctx) -> bool:
     cached = ctx.facts.derived.get("jaxguard.x64_aware")
     if cached is not None:
         return bool(cached)
-    code = ctx.module.code
+    code = ctx.source
     aware = False
     if "x64" in code or "X64" in code:
         aware = _scan_x64(ctx)
@@ -741,8 +741,8 @@ class UnpinnedMatmulPrecision(Rule):
         self.pinned_depth = 0
         self.candidates: dict[object, list] = {}
         self.compares: set = set()
-        self.module_pinned = "default_matmul_precision" in ctx.module.code and (
-            "jax_default_matmul_precision" in ctx.module.code
+        self.module_pinned = "default_matmul_precision" in ctx.source and (
+            "jax_default_matmul_precision" in ctx.source
         )
 
     def _unit(self):
@@ -893,7 +893,7 @@ class LowPrecisionFiniteDifference(Rule):
         value = self._step_value(step)
         if value is None or not (0 < value < 1e-2):
             return
-        if "jax" not in ctx.module.code or module_x64_aware(ctx):
+        if "jax" not in ctx.source or module_x64_aware(ctx):
             return
         outer = ctx.statement_stack[0] if ctx.statement_stack else None
         if outer is not None and "float64" in ctx.code(outer):

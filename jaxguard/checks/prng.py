@@ -229,13 +229,15 @@ class KeyFlow:
             return
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("shape", "dtype", "astype"):
             return
+        found = [(k, arg.value) for arg in call.args if (k := self._key_id(arg.value, known_only=True)) is not None]
+        found = [(k, node) for k, node in found if k.split("[")[0] not in shadowed]
+        if not found:
+            return
         consumer = self._describe(call)
         if PREDICATE.match(consumer.rsplit(".", 1)[-1]):
             return  # `is_prng_key(key)`, `check_key(key)`: looking is not drawing
-        for arg in call.args:
-            key = self._key_id(arg.value, known_only=True)
-            if key is not None and key.split("[")[0] not in shadowed:
-                self._consume(key, arg.value, consumer, False, state)
+        for key, node in found:
+            self._consume(key, node, consumer, False, state)
 
     def _describe(self, call: cst.Call) -> str:
         try:

@@ -68,8 +68,9 @@ class _Report:
 class RuleContext:
     """What a rule sees: the module's facts, the current scope, value kinds, and `report`."""
 
-    def __init__(self, facts: ModuleFacts, settings: LintSettings, path: str) -> None:
+    def __init__(self, facts: ModuleFacts, settings: LintSettings, path: str, source: str) -> None:
         self.facts = facts
+        self.source = source  # the module's text (module.code would regenerate it)
         self.settings = settings
         self.path = path
         self.scope_stack: list[Scope] = []
@@ -209,7 +210,7 @@ def lint_source(source: str, path: str, settings: LintSettings) -> LintResult:
 def _lint_module(module: cst.Module, source: str, path: str, settings: LintSettings) -> list[Diagnostic]:
     rules_by_code = all_rules()
     facts = ModuleFacts.build(module, settings.traced_decorators)
-    ctx = RuleContext(facts, settings, path)
+    ctx = RuleContext(facts, settings, path, source)
     rules = [rules_by_code[code](ctx) for code in sorted(settings.enabled) if code in rules_by_code]
     diagnostics: list[Diagnostic] = []
     try:
@@ -303,7 +304,7 @@ def _resolve_fix(pending: PendingFix, positions, offsets, module: cst.Module, so
             edits.append(Edit(start, end, ""))
         elif isinstance(step, AddImport):
             if step.statement not in _top_level_imports(module):
-                at = _import_insertion_offset(module, positions, offsets)
+                at = _import_insertion_offset(module, source, positions, offsets)
                 edits.append(Edit(at, at, step.statement + "\n"))
     return Fix(tuple(edits), pending.safe, pending.description)
 
@@ -318,7 +319,7 @@ def _top_level_imports(module: cst.Module) -> set[str]:
     return found
 
 
-def _import_insertion_offset(module: cst.Module, positions, offsets) -> int:
+def _import_insertion_offset(module: cst.Module, source: str, positions, offsets) -> int:
     """After the docstring and `from __future__` imports: where a new import belongs."""
     insert_before = None
     for index, statement in enumerate(module.body):
@@ -331,7 +332,7 @@ def _import_insertion_offset(module: cst.Module, positions, offsets) -> int:
         insert_before = statement
         break
     if insert_before is None:
-        return offsets[-1] if module.code.endswith("\n") else len(module.code)
+        return offsets[-1] if source.endswith("\n") else len(source)
     span = positions[insert_before]
     return offsets[span.start.line - 1]
 

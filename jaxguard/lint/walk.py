@@ -32,15 +32,27 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
     )
 
 
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(value) -> bool:
+    # isinstance() against libcst's abstract base classes is slow; the answer per type is not
+    kind = type(value)
+    known = _IS_NODE.get(kind)
+    if known is None:
+        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return known
+
+
 def children(node: cst.CSTNode):
     for name in _child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (list, tuple)):
+        if type(value) in (list, tuple):
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if _is_node(item):
                     yield item
+        elif _is_node(value):
+            yield value
 
 
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
