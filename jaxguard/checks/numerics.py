@@ -7,7 +7,7 @@ import os
 import libcst as cst
 
 from jaxguard.lint.engine import AddImport, ReplaceNode
-from jaxguard.lint.facts import keyword, literal_str, positional
+from jaxguard.lint.facts import dotted_name, keyword, literal_str, positional
 from jaxguard.lint.registry import Rule, register
 
 # ---------------------------------------------------------------------------------
@@ -280,7 +280,7 @@ def _variables(ctx, node: cst.CSTNode) -> set[str]:
             return False
 
         def visit_Attribute(self, attr: cst.Attribute) -> bool:
-            dotted = _dotted_name(attr)
+            dotted = dotted_name(attr)
             if dotted is not None and _is_variable(ctx, attr):
                 found.add(dotted)  # `self.count`, not `self`: other attributes are other values
                 return False
@@ -292,15 +292,6 @@ def _variables(ctx, node: cst.CSTNode) -> set[str]:
 
     node.visit(_Collect())
     return found
-
-
-def _dotted_name(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted_name(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
 
 
 def _is_variable(ctx, node: cst.BaseExpression) -> bool:
@@ -512,7 +503,7 @@ def number(node: cst.BaseExpression) -> float | None:
 def _is_epsilon(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.Integer, cst.Float)):
         return (number(node) or 0.0) > 0
-    name = _dotted_name(node)
+    name = dotted_name(node)
     return name is not None and "eps" in name.rsplit(".", 1)[-1].lower()
 
 

@@ -174,17 +174,17 @@ class FunctionInfo:
         return {p for p in self.params if p not in self.static_params and p not in skip}
 
 
-def _dotted(node: cst.BaseExpression) -> str | None:
+def dotted_name(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
+        base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
 
 
 def _import_alias_name(alias: cst.ImportAlias) -> str:
-    return _dotted(alias.name) or ""
+    return dotted_name(alias.name) or ""
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:
@@ -439,7 +439,7 @@ class _Collector(cst.CSTVisitor):
         for alias in node.names:
             full = _import_alias_name(alias)
             if alias.asname is not None:
-                local = _dotted(alias.asname.name)  # type: ignore[arg-type]
+                local = dotted_name(alias.asname.name)  # type: ignore[arg-type]
                 if local:
                     self.scope.imports[local] = full
             else:
@@ -448,14 +448,14 @@ class _Collector(cst.CSTVisitor):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or node.module is None:
-            base = "." * len(node.relative) + (_dotted(node.module) or "" if node.module else "")
+            base = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module else "")
         else:
-            base = _dotted(node.module) or ""
+            base = dotted_name(node.module) or ""
         if isinstance(node.names, cst.ImportStar):
             return
         for alias in node.names:
             name = _import_alias_name(alias)
-            local = _dotted(alias.asname.name) if alias.asname else name  # type: ignore[arg-type]
+            local = dotted_name(alias.asname.name) if alias.asname else name  # type: ignore[arg-type]
             if local:
                 self.scope.imports[local] = f"{base}.{name}"
 
@@ -661,7 +661,7 @@ class ModuleFacts:
     def _is_config_decorator(self, qualified: str, node: cst.BaseExpression) -> bool:
         if not self.traced_decorators:
             return False
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         return qualified in self.traced_decorators or (dotted in self.traced_decorators)
 
     def _static_spec(self, transform: str, call: cst.Call) -> StaticSpec:
@@ -770,22 +770,25 @@ class ModuleFacts:
                 if info is not None:
                     self._mark_root(info, name, StaticSpec())
             return
-        if not args:
+        found = self.transform_call(call, scope)
+        if found is None:
             return
-        if name in TRACING_TRANSFORMS or name in GRAD_TRANSFORMS:
-            # jax.jit(f, static_argnums=...)
-            transform, spec = name, self._static_spec(name, call)
-        else:
-            # partial(jax.jit, ...)(f) or jax.jit(static_argnums=...)(f)
-            found = self.transform_of(call.func, scope)
-            if found is None:
-                return
-            transform, spec = found
+        transform, spec = found
         target = self.function_for(args[0], scope)
         if target is not None:
             self._mark_root(target, transform, spec)
         if transform in JIT_TRANSFORMS or transform == "jax.make_jaxpr":
             self.jit_calls[call] = spec
+
+    def transform_call(self, call: cst.Call, scope: Scope) -> tuple[str, StaticSpec] | None:
+        """`jax.jit(f, static_argnums=...)`, `partial(jax.jit, ...)(f)`, `jax.jit(static_argnums=...)(f)`:
+        the transformation applied to the call's first argument, and its static spec."""
+        if not positional(call):
+            return None
+        name = self.qualname(call.func, scope)
+        if name in TRACING_TRANSFORMS or name in GRAD_TRANSFORMS:
+            return name, self._static_spec(name, call)
+        return self.transform_of(call.func, scope)
 
     def jitted_spec(self, func: cst.BaseExpression, scope: Scope) -> StaticSpec | None:
         """If calling `func` calls a compiled function, its static spec."""

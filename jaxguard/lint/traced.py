@@ -167,19 +167,12 @@ class TracedFlow:
                 if found is not None and found[0] in TRACING_TRANSFORMS:
                     specs.setdefault(info.node, []).append(found[1].static_params(info.params))
         for call, scope in facts.transform_calls:
-            args = positional(call)
-            if not args:
+            found = facts.transform_call(call, scope)
+            if found is None or found[0] not in TRACING_TRANSFORMS:
                 continue
-            transform = facts.qualname(call.func, scope) or ""
-            if transform in TRACING_TRANSFORMS:
-                spec = facts._static_spec(transform, call)
-            else:
-                found = facts.transform_of(call.func, scope)
-                if found is None:
-                    continue
-                transform, spec = found
-            target = facts.function_for(args[0], scope)
+            target = facts.function_for(positional(call)[0], scope)
             if target is not None:
+                spec = found[1]
                 specs.setdefault(target.node, []).append(spec.static_params(target.params))
         return {node: set.intersection(*sets) for node, sets in specs.items()}
 
