@@ -124,3 +124,22 @@ def test_cached_notebook_findings_keep_their_cells(tmp_path, monkeypatch, capsys
     first = main(["check", "nb.ipynb"]), capsys.readouterr().out
     second = main(["check", "nb.ipynb"]), capsys.readouterr().out
     assert first == second and "cell 4:5:1" in first[1]
+
+
+def test_a_cells_last_expression_is_its_output_not_a_discarded_result(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _notebook(
+        tmp_path / "nb.ipynb",
+        [
+            ("code", "import jax.numpy as jnp\nx = jnp.arange(3)\njnp.sort(x)"),  # displayed
+            ("code", "jnp.sort(x)\ny = 1"),  # thrown away
+            ("code", "x.at[0].set(5)\n"),  # displayed
+        ],
+    )
+    code, out = run(capsys, "nb.ipynb")
+    assert code == 1
+    assert [line.split(": ")[0] for line in out.splitlines() if "JG302" in line] == ["nb.ipynb:cell 2:1:1"]
+    # the same code in a .py file discards all three
+    (tmp_path / "m.py").write_text("import jax.numpy as jnp\nx = jnp.arange(3)\njnp.sort(x)\njnp.sort(x)\ny = 1\nx.at[0].set(5)\n")
+    code, out = run(capsys, "m.py")
+    assert out.count("JG302") == 3

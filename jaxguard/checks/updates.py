@@ -166,7 +166,7 @@ class DiscardedFunctionalUpdate(Rule):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
-        if not isinstance(call, cst.Call):
+        if not isinstance(call, cst.Call) or self._displayed(node):
             return
         ctx = self.ctx
         func = call.func
@@ -186,6 +186,14 @@ class DiscardedFunctionalUpdate(Rule):
         first = args[0] if args else None
         self._report(node, call, first, fixable=qualified in SORTING)
 
+    def _displayed(self, node: cst.Expr) -> bool:
+        """A notebook cell's last expression is shown as the cell's output: not discarded."""
+        if not self.ctx.path.endswith(".ipynb"):
+            return False
+        if "notebook_outputs" not in self.ctx.facts.derived:
+            self.ctx.facts.derived["notebook_outputs"] = _cell_last_expressions(self.ctx.module)
+        return node in self.ctx.facts.derived["notebook_outputs"]
+
     def _report(self, statement: cst.Expr, call: cst.Call, updated, fixable: bool) -> None:
         ctx = self.ctx
         call_text = ctx.code(call.func).strip() + "(...)"
@@ -195,6 +203,22 @@ class DiscardedFunctionalUpdate(Rule):
             text = f"{updated.value} = {ctx.code(call)}"
             fix = ([ReplaceNode(statement, text)], True, f"assign the result back to {updated.value}")
         self.report(call, self.message.format(call=call_text, name=name), fix)
+
+
+def _cell_last_expressions(module: cst.Module) -> set[cst.Expr]:
+    """The bare expression ending each notebook cell (cells start with a marker comment)."""
+    from jaxguard.lint.notebook import is_cell_marker
+
+    last: set[cst.Expr] = set()
+    body = list(module.body)
+    for index, statement in enumerate(body):
+        following = body[index + 1] if index + 1 < len(body) else None
+        ends_cell = following is None or any(
+            line.comment is not None and is_cell_marker(line.comment.value) for line in following.leading_lines
+        )
+        if ends_cell and isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[-1], cst.Expr):
+            last.add(statement.body[-1])
+    return last
 
 
 REMOVED_INDEX_OPS = {

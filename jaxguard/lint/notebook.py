@@ -57,6 +57,11 @@ class NotebookOutcome:
     fixed_text: str | None = None
 
 
+def is_cell_marker(comment: str) -> bool:
+    """The comment that starts each cell in the joined module the rules see."""
+    return _MARKER_LINE.match(comment.strip()) is not None
+
+
 def _source_text(cell: dict) -> str:
     source = cell.get("source", "")
     if isinstance(source, list):
