@@ -50,6 +50,7 @@ def test_noqa_on_any_line_of_a_multiline_statement():
 def test_file_level_suppression():
     assert codes("# jaxguard: noqa\n" + BASE + "x[0] = 1.0\nprint(jnp.sum([1]))\n") == []
     assert codes("# jaxguard: noqa: JG301\n" + BASE + "x[0] = 1.0\nprint(jnp.sum([1]))\n") == ["JG501"]
+    assert codes("# jaxguard: ignore-file\n" + BASE + "x[0] = 1.0\n") == []
     # only a comment of its own line counts, not one behind code
     assert codes(BASE + "x[0] = 1.0\ny = 2  # jaxguard: noqa\n") == ["JG301"]
 

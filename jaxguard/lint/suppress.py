@@ -4,7 +4,8 @@
 - `# jaxguard: ignore` / `# jaxguard: ignore[JG301, JG302]` likewise (survives `ruff --fix`
   with RUF100 even when ruff is not told about the JG codes);
 - `# jaxguard: noqa` / `# jaxguard: noqa: JG301` on a line of its own: the whole file
-  (ruff's ERA001 knows `noqa` pragmas, so it does not take this for commented-out code).
+  (ruff's ERA001 knows `noqa` pragmas, so it does not take this for commented-out code);
+  `# jaxguard: ignore-file` works too, but ERA001 reports it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ _CODES = r"[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*"
 NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODES}))?", re.IGNORECASE)
 LINE_IGNORE = re.compile(rf"#\s*jaxguard:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
 FILE_NOQA = re.compile(rf"#\s*jaxguard:\s*noqa(?::\s*(?P<codes>{_CODES}))?\s*$", re.IGNORECASE)
+# The catalog's original spelling; accepted, but ruff's ERA001 takes it for commented-out code.
+FILE_IGNORE = re.compile(r"#\s*jaxguard:\s*ignore-file\s*$", re.IGNORECASE)
 
 ALL = None  # "every code"
 
@@ -56,6 +59,9 @@ class Suppressions:
             file_match = FILE_NOQA.search(text)
             if file_match and alone:
                 found.file_codes.append(_codes(file_match.group("codes")))
+                continue
+            if FILE_IGNORE.search(text) and alone:
+                found.file_codes.append(ALL)
                 continue
             for pattern in ((NOQA, LINE_IGNORE) if use_noqa else (LINE_IGNORE,)):
                 for match in pattern.finditer(text):
