@@ -150,6 +150,9 @@ class PythonControlFlowOnTracer(_TracedRule):
         "def run(x):\n    return lax.fori_loop(0, 10, body, x)\n",
     )
     valid = (
+        # numpyro style: a branch taken only when the value is concrete
+        "import jax\nfrom numpyro.util import not_jax_tracer\n@jax.jit\ndef f(x):\n"
+        "    if not_jax_tracer(x):\n        print('concrete')\n    return x\n",
         # the seed's fixes: static_argnums, loops over constants and shapes, grad only
         "from jax import jit\ndef f(x):\n    if x < 3:\n        return 3. * x ** 2\n    else:\n"
         "        return -4 * x\nf = jit(f, static_argnums=(0,))\n",

@@ -73,6 +73,12 @@ CONCRETE_METHODS = frozenset(
 _PREDICATE_PREFIXES = ("is_", "_is_", "has_", "_has_", "check_", "_check_")
 
 
+def _asks_about_tracing(tail: str) -> bool:
+    """`not_jax_tracer(x)`, `is_concrete(x)`: a Python bool that guards concrete-only code."""
+    lowered = tail.lower()
+    return "tracer" in lowered or "concrete" in lowered
+
+
 def call_tail(func: cst.BaseExpression) -> str | None:
     if isinstance(func, cst.Name):
         return func.value
@@ -637,7 +643,7 @@ class TracedFlow:
             args = args | ev(arg.value)
         name = self.facts.qualname(func, info.scope)
         tail = call_tail(func) or ""
-        if name in CONCRETE_CALLS or tail.startswith(_PREDICATE_PREFIXES):
+        if name in CONCRETE_CALLS or tail.startswith(_PREDICATE_PREFIXES) or _asks_about_tracing(tail):
             return NONE
         if isinstance(func, cst.Attribute) and tail in CONCRETE_METHODS:
             return NONE
