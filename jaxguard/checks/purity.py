@@ -376,6 +376,7 @@ class TracedMutatesOuterContainer(Rule):
         "import jax\n@jax.jit\ndef pure_uses_internal_state(x):\n    state = dict(even=0, odd=0)\n"
         "    for i in range(10):\n        state['even' if i % 2 == 0 else 'odd'] += x\n    return state['even'] + state['odd']\n",
         "history = []\ndef f(x):\n    history.append(x)\n    return x\n",
+        "import jax\n@jax.jit\ndef f(site):\n    site = site.copy()\n    site['value'] = 1.0\n    return site\n",
         # optax style: `update` of an optimizer is a pure method
         "import jax, optax\nopt = optax.sgd(0.1)\n@jax.jit\ndef step(params, state, grads):\n"
         "    updates, state = opt.update(grads, state, params)\n    return optax.apply_updates(params, updates), state\n",
@@ -434,8 +435,8 @@ class TracedMutatesOuterContainer(Rule):
         if owner is None:
             return
         function = ctx.function
-        if owner is ctx.scope and name.value not in owner.params:
-            return  # created here
+        if owner is ctx.scope and (name.value not in owner.params or name.value in owner.values):
+            return  # created here, or a parameter rebound here (`site = site.copy()`)
         if owner.function is not None and owner.function.traced and owner.function is not function:
             # a container made by an enclosing traced function: still inside the same trace
             if name.value not in owner.params:
