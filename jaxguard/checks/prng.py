@@ -78,19 +78,18 @@ class KeyFlow:
         if function is not None:
             # a parameter named like a key is one only if it is used as a key here
             # (`key` is just as often a dict key or a cache key)
-            used_as_keys = self._random_key_names(body)
+            used_as_keys = self._random_key_names(function.calls)
             self.keys.update(p for p in function.params if KEY_PARAM.match(p) and p in used_as_keys)
         self.statement: cst.CSTNode | None = None
         self._walk(body, _State())
 
-    def _random_key_names(self, body) -> set[str]:
+    def _random_key_names(self, calls) -> set[str]:
         names = set()
-        for statement in body:
-            for call, _ in _calls_in_evaluation_order(statement):
-                if (self.facts.qualname(call.func, self.scope) or "").startswith("jax.random."):
-                    arg = _key_argument(call)
-                    if isinstance(arg, cst.Name):
-                        names.add(arg.value)
+        for call in calls:
+            if (self.facts.qualname(call.func, self.scope) or "").startswith("jax.random."):
+                arg = _key_argument(call)
+                if isinstance(arg, cst.Name):
+                    names.add(arg.value)
         return names
 
     # statements ------------------------------------------------------------------
@@ -315,45 +314,63 @@ def _key_argument(call: cst.Call) -> cst.BaseExpression | None:
     return None
 
 
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+class _CallCollector(cst.CSTVisitor):
+    """Calls inner before outer, left to right, with the names comprehensions rebind there."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[cst.Call, frozenset[str]]] = []
+        self.shadowed: list[frozenset[str]] = [frozenset()]
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, _COMPREHENSIONS):
+            names, comp = set(), node.for_in
+            while comp is not None:
+                names |= _names_in(comp.target)
+                comp = comp.inner_for_in
+            self.shadowed.append(self.shadowed[-1] | names)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, cst.Call):
+            self.calls.append((original_node, self.shadowed[-1]))
+        if isinstance(original_node, _COMPREHENSIONS):
+            self.shadowed.pop()
+
+
 def _calls_in_evaluation_order(node: cst.CSTNode) -> list[tuple[cst.Call, frozenset[str]]]:
     """Calls in an expression, inner before outer, left to right, each with the names that
     enclosing comprehensions rebind there; lambdas are not entered."""
-    calls: list[tuple[cst.Call, frozenset[str]]] = []
-    shadowed: list[frozenset[str]] = [frozenset()]
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-                names, comp = set(), node.for_in
-                while comp is not None:
-                    names |= _names_in(comp.target)
-                    comp = comp.inner_for_in
-                shadowed.append(shadowed[-1] | names)
-            return super().on_visit(node)
-
-        def on_leave(self, original_node: cst.CSTNode) -> None:
-            if isinstance(original_node, cst.Call):
-                calls.append((original_node, shadowed[-1]))
-            if isinstance(original_node, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
-                shadowed.pop()
-
-    walk(node, _Collect())
-    return calls
+    collector = _CallCollector()
+    walk(node, collector)
+    return collector.calls
 
 
-def key_flow(facts: ModuleFacts) -> list[Finding]:
-    """Every PRNG finding of the module, computed once and shared by JG601-JG603."""
+def key_flow(facts: ModuleFacts, source: str) -> list[Finding]:
+    """Every PRNG finding of the module, computed once and shared by JG601-JG603.
+
+    Every key comes from `jax.random` (made, split, or a parameter used as one), so a body
+    that calls nothing in `jax.random` has no key to track and is skipped.
+    """
     if "prng" not in facts.derived:
-        findings = KeyFlow(facts, facts.module_scope, facts.module.body).findings
-        for info in facts.functions.values():
-            if isinstance(info.node, cst.Lambda):
-                continue
-            findings += KeyFlow(facts, info.scope, _block(info.node.body), _lax_loop_of(facts, info)).findings
+        findings: list[Finding] = []
+        if "random" in source:
+            findings += KeyFlow(facts, facts.module_scope, facts.module.body).findings
+            for info in facts.functions.values():
+                if isinstance(info.node, cst.Lambda) or not _calls_jax_random(facts, info):
+                    continue
+                findings += KeyFlow(facts, info.scope, _block(info.node.body), _lax_loop_of(facts, info)).findings
         facts.derived["prng"] = findings
     return facts.derived["prng"]
+
+
+def _calls_jax_random(facts: ModuleFacts, info) -> bool:
+    return any((facts.qualname(call.func, info.scope) or "").startswith("jax.random.") for call in info.calls)
 
 
 def _lax_loop_of(facts: ModuleFacts, info) -> str | None:
@@ -368,7 +385,7 @@ def _lax_loop_of(facts: ModuleFacts, info) -> str | None:
 
 class _KeyRule(Rule):
     def finish(self) -> None:
-        for finding in key_flow(self.ctx.facts):
+        for finding in key_flow(self.ctx.facts, self.ctx.source):
             if finding.code == self.code:
                 self.report(finding.use.node, self.describe(finding), statement=finding.use.statement)
 
