@@ -15,7 +15,7 @@ import libcst as cst
 
 from jaxguard.lint.facts import ModuleFacts, Scope, literal_int, positional, target_name_nodes
 from jaxguard.lint.registry import Rule, register
-from jaxguard.lint.walk import walk
+from jaxguard.lint.walk import Visitor, walk
 
 KEY_MAKERS = frozenset({"jax.random.key", "jax.random.PRNGKey"})
 KEY_SOURCES = KEY_MAKERS | {
@@ -287,7 +287,7 @@ def _names_in(target: cst.BaseExpression) -> set[str]:
 def _assigned_names(block) -> set[str]:
     names: set[str] = set()
 
-    class _Collect(cst.CSTVisitor):
+    class _Collect(Visitor):
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
             names.update(_names_in(node.target))
 
@@ -317,7 +317,7 @@ def _key_argument(call: cst.Call) -> cst.BaseExpression | None:
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
-class _CallCollector(cst.CSTVisitor):
+class _CallCollector(Visitor):
     """Calls inner before outer, left to right, with the names comprehensions rebind there."""
 
     def __init__(self) -> None:

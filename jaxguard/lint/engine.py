@@ -141,24 +141,37 @@ class _Runner(cst.CSTVisitor):
                 elif attr.startswith("leave_"):
                     self.leavers.setdefault(attr[6:], []).append(getattr(rule, attr))
 
+        # per node type: (is a statement, visit callbacks, leave callbacks), built on first sight
+        self.by_type: dict[type, tuple[bool, list, list]] = {}
+
+    def _for_type(self, kind: type) -> tuple[bool, list, list]:
+        entry = self.by_type.get(kind)
+        if entry is None:
+            is_statement = issubclass(kind, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+            name = kind.__name__
+            entry = self.by_type[kind] = (is_statement, self.visitors.get(name, []), self.leavers.get(name, []))
+        return entry
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         ctx = self.ctx
         scope = ctx.facts.scopes.get(node)
         if scope is not None:
             ctx.scope_stack.append(scope)
             ctx.kinds.enter(scope)
-        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        is_statement, visitors, _ = self._for_type(type(node))
+        if is_statement:
             ctx.statement_stack.append(node)
-        for callback in self.visitors.get(type(node).__name__, ()):
+        for callback in visitors:
             callback(node)
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         ctx = self.ctx
-        for callback in self.leavers.get(type(original_node).__name__, ()):
+        is_statement, _, leavers = self._for_type(type(original_node))
+        for callback in leavers:
             callback(original_node)
         ctx.kinds.after(original_node)
-        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        if is_statement:
             ctx.statement_stack.pop()
         if original_node in ctx.facts.scopes:
             ctx.kinds.leave(ctx.scope_stack.pop())

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxguard.lint.walk import walk
+from jaxguard.lint.walk import Visitor, walk
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 
@@ -266,7 +266,7 @@ def loaded_names(module: cst.Module) -> set[cst.Name]:
     loads: set[cst.Name] = set()
     skip: set[cst.CSTNode] = set()
 
-    class _Collect(cst.CSTVisitor):
+    class _Collect(Visitor):
         def visit_Attribute(self, node: cst.Attribute) -> None:
             skip.add(node.attr)
 
@@ -325,7 +325,7 @@ def target_name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
     return []
 
 
-class _Collector(cst.CSTVisitor):
+class _Collector(Visitor):
     """The raw pass: scopes, bindings, function definitions, interesting calls."""
 
     def __init__(self, facts: ModuleFacts) -> None:

@@ -61,6 +61,9 @@ _ANNOTATIONS = {
 }
 
 
+_BINDING_NODES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem})
+
+
 class KindTracker:
     def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
@@ -89,6 +92,8 @@ class KindTracker:
 
     def after(self, node: cst.CSTNode) -> None:
         """Update kinds once a statement that binds names has been visited."""
+        if type(node) not in _BINDING_NODES:
+            return
         if isinstance(node, cst.Assign):
             kind = self.kind_of(node.value)
             for target in node.targets:

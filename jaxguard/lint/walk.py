@@ -61,3 +61,22 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         for child in children(node):
             walk(child, visitor)
     visitor.on_leave(node)
+
+
+@lru_cache(maxsize=None)
+def _method(visitor_type: type, prefix: str, node_type: type):
+    return getattr(visitor_type, prefix + node_type.__name__, None)
+
+
+class Visitor(cst.CSTVisitor):
+    """A CSTVisitor whose `visit_X`/`leave_X` lookup is cached per node type (libcst builds
+    the method name and looks it up for every node)."""
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        method = _method(type(self), "visit_", type(node))
+        return method is None or method(self, node) is not False
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        method = _method(type(self), "leave_", type(original_node))
+        if method is not None:
+            method(self, original_node)
