@@ -220,26 +220,24 @@ def literal_str(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def literal_ints(node: cst.BaseExpression) -> tuple[int, ...] | None:
-    single = literal_int(node)
+def _literal_tuple(node: cst.BaseExpression, literal) -> tuple | None:
+    """`3` -> (3,), `(1, 2)` -> (1, 2) for a literal parser; None if any element is not literal."""
+    single = literal(node)
     if single is not None:
         return (single,)
     if isinstance(node, (cst.Tuple, cst.List)):
-        values = [literal_int(e.value) for e in node.elements]
+        values = [literal(e.value) for e in node.elements]
         if all(v is not None for v in values):
-            return tuple(values)  # type: ignore[arg-type]
+            return tuple(values)
     return None
+
+
+def literal_ints(node: cst.BaseExpression) -> tuple[int, ...] | None:
+    return _literal_tuple(node, literal_int)
 
 
 def literal_strs(node: cst.BaseExpression) -> tuple[str, ...] | None:
-    single = literal_str(node)
-    if single is not None:
-        return (single,)
-    if isinstance(node, (cst.Tuple, cst.List)):
-        values = [literal_str(e.value) for e in node.elements]
-        if all(v is not None for v in values):
-            return tuple(values)  # type: ignore[arg-type]
-    return None
+    return _literal_tuple(node, literal_str)
 
 
 def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
