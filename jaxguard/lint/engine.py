@@ -77,6 +77,7 @@ class RuleContext:
         self.statement_stack: list[cst.CSTNode] = []
         self.kinds = kinds.KindTracker(self)
         self.reports: list[_Report] = []
+        self._qualnames: dict[cst.CSTNode, str | None] = {}
 
     @property
     def module(self) -> cst.Module:
@@ -97,7 +98,12 @@ class RuleContext:
         return function is not None and function.traced
 
     def qualname(self, node: cst.BaseExpression) -> str | None:
-        return self.facts.qualname(node, self.scope)
+        # several rules ask about the same call's function: resolve each node once
+        try:
+            return self._qualnames[node]
+        except KeyError:
+            name = self._qualnames[node] = self.facts.qualname(node, self.scope)
+            return name
 
     def kind_of(self, node: cst.BaseExpression) -> str | None:
         return self.kinds.kind_of(node)
