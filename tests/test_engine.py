@@ -96,6 +96,32 @@ def test_traced_function_forms():
     assert "untouched" not in traced and "run" not in traced and "__init__" not in traced
 
 
+def test_transformations_of_transformations_and_class_functions():
+    traced = traced_names(
+        """
+        import jax
+
+        def loss(params, x):
+            if x > 0:
+                return params
+            return -params
+
+        step = jax.jit(jax.grad(loss))
+
+        class Model:
+            def __call__(self, x):
+                return x
+
+        apply = jax.jit(Model.__call__)
+        batched = jax.jit(jax.vmap(lambda v: v + 1))
+        """
+    )
+    assert traced["loss"] == {"params", "x"}
+    assert traced["__call__"] == {"x"}
+    assert traced["<lambda>"] == {"v"}
+    assert "JG106" in codes("import jax\ndef loss(p, x):\n    if x > 0:\n        return p\n    return -p\nstep = jax.jit(jax.grad(loss))\n")
+
+
 def test_a_jit_that_is_not_jax_is_not_jit():
     assert traced_names("from mylib import jit\n@jit\ndef f(x):\n    return x\n") == {}
 

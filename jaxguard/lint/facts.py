@@ -606,9 +606,16 @@ class ModuleFacts:
             method = self._method_for(node.value.value, node.attr.value, scope)
             if method is not None:
                 return method
-        if isinstance(node, cst.Call) and self.qualname(node.func, scope) == "functools.partial":
+            # `Model.__call__`: a function of a module-local class
+            owner = scope.lookup(node.value.value)
+            if owner is not None and node.value.value in owner.classes:
+                class_scope = self.scopes.get(owner.classes[node.value.value])
+                return class_scope.defs.get(node.attr.value) if class_scope is not None else None
+        if isinstance(node, cst.Call):
+            # `partial(f, ...)`, and `jax.grad(f)` / `jax.vmap(f)` inside another transformation
+            name = self.qualname(node.func, scope)
             args = positional(node)
-            if args:
+            if args and (name == "functools.partial" or name in TRACING_TRANSFORMS or name in GRAD_TRANSFORMS):
                 return self.function_for(args[0], scope)
         return None
 
