@@ -8,11 +8,11 @@ import traceback
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from jaxguard.lint import kinds
 from jaxguard.lint.diagnostic import Diagnostic, Edit, Fix
 from jaxguard.lint.facts import ModuleFacts, Scope
+from jaxguard.lint.positions import Positions
 from jaxguard.lint.registry import INTERNAL_ERROR, SYNTAX_ERROR, Rule, all_rules
 from jaxguard.lint.suppress import Suppressions
 from jaxguard.lint.walk import walk
@@ -63,6 +63,7 @@ class _Report:
     message: str
     fix: PendingFix | None
     statement: cst.CSTNode | None
+    top: cst.CSTNode | None  # the module-level statement it is in
 
 
 class RuleContext:
@@ -78,6 +79,7 @@ class RuleContext:
         self.kinds = kinds.KindTracker(self)
         self.reports: list[_Report] = []
         self._qualnames: dict[cst.CSTNode, str | None] = {}
+        self.top_statement: dict[cst.CSTNode, cst.CSTNode] = {}  # statement -> module-level one
 
     @property
     def module(self) -> cst.Module:
@@ -129,7 +131,8 @@ class RuleContext:
             pending = PendingFix(tuple(steps), safe, description)
         if statement is None and self.statement_stack:
             statement = self.statement_stack[-1]
-        self.reports.append(_Report(type(rule), node, message, pending, statement))
+        top = self.top_statement.get(statement) if statement is not None else None
+        self.reports.append(_Report(type(rule), node, message, pending, statement, top))
 
 
 class _Runner(cst.CSTVisitor):
@@ -167,6 +170,7 @@ class _Runner(cst.CSTVisitor):
         is_statement, visitors, _ = self._for_type(type(node))
         if is_statement:
             ctx.statement_stack.append(node)
+            ctx.top_statement[node] = ctx.statement_stack[0]
         for callback in visitors:
             callback(node)
         return True
@@ -253,7 +257,10 @@ def _lint_module(module: cst.Module, source: str, path: str, settings: LintSetti
         return [report]
     if not ctx.reports:
         return diagnostics
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    tops = {report.top for report in ctx.reports}
+    if any(report.fix is not None for report in ctx.reports):
+        tops.add(_first_code_statement(module))  # where an added import goes
+    positions = Positions(module, source, tops)
     offsets = _line_offsets(source)
     suppressions = Suppressions.from_source(source)
     seen = set()
@@ -338,9 +345,8 @@ def _top_level_imports(module: cst.Module) -> set[str]:
     return found
 
 
-def _import_insertion_offset(module: cst.Module, source: str, positions, offsets) -> int:
-    """After the docstring and `from __future__` imports: where a new import belongs."""
-    insert_before = None
+def _first_code_statement(module: cst.Module) -> cst.CSTNode | None:
+    """The first statement after the docstring and `from __future__` imports."""
     for index, statement in enumerate(module.body):
         if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
             small = statement.body[0]
@@ -348,8 +354,13 @@ def _import_insertion_offset(module: cst.Module, source: str, positions, offsets
                 continue
             if isinstance(small, cst.ImportFrom) and _dotted_module(small) == "__future__":
                 continue
-        insert_before = statement
-        break
+        return statement
+    return None
+
+
+def _import_insertion_offset(module: cst.Module, source: str, positions, offsets) -> int:
+    """Before the first statement after the docstring and `from __future__` imports."""
+    insert_before = _first_code_statement(module)
     if insert_before is None:
         return offsets[-1] if source.endswith("\n") else len(source)
     span = positions[insert_before]
