@@ -188,6 +188,6 @@ class ListToJitted(Rule):
             args = positional(node)
             if len(args) == 1 and isinstance(args[0], cst.Call) and self.ctx.qualname(args[0].func) == "builtins.range":
                 bounds = [literal_int(a) for a in positional(args[0])]
-                count = str(bounds[-1]) if len(bounds) == 1 and bounds[0] is not None else "one per element:"
-                return "list", count if count[0].isdigit() else "many"
+                stop = bounds[0] if len(bounds) == 1 else None
+                return "list", str(stop) if stop is not None and stop >= 0 else "many"
         return None

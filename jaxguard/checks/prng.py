@@ -72,7 +72,6 @@ class KeyFlow:
         self.findings: list[Finding] = []
         self.keys: set[str] = set()
         self.loop_depth_keys: list[set[str]] = []  # names rebound inside each enclosing loop
-        self.loop_outer_keys: list[set[str]] = []
         self.loop_body_of = loop_body_of
         function = scope.function
         if function is not None:

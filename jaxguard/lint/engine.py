@@ -140,7 +140,6 @@ class _Runner(cst.CSTVisitor):
 
     def __init__(self, ctx: RuleContext, rules: list[Rule]) -> None:
         self.ctx = ctx
-        self.rules = rules
         self.visitors: dict[str, list] = {}
         self.leavers: dict[str, list] = {}
         for rule in rules:
@@ -190,7 +189,6 @@ class _Runner(cst.CSTVisitor):
 @dataclass
 class LintResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    # Fixes resolved to text edits, parallel to `diagnostics` (None where not fixable).
     parse_error: bool = False
 
 
