@@ -61,7 +61,7 @@ _ANNOTATIONS = {
 }
 
 
-_BINDING_NODES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem})
+BINDING_NODES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem})
 
 
 class KindTracker:
@@ -92,7 +92,7 @@ class KindTracker:
 
     def after(self, node: cst.CSTNode) -> None:
         """Update kinds once a statement that binds names has been visited."""
-        if type(node) not in _BINDING_NODES:
+        if type(node) not in BINDING_NODES:
             return
         if isinstance(node, cst.Assign):
             kind = self.kind_of(node.value)

@@ -23,19 +23,25 @@ _LAYOUT_FIELDS = frozenset(
 )
 
 
-@lru_cache(maxsize=None)
-def _child_fields(node_type: type) -> tuple[str, ...]:
-    return tuple(
-        f.name
-        for f in dataclasses.fields(node_type)
-        if f.name not in _LAYOUT_FIELDS and not f.name.startswith("whitespace")
-    )
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(node_type: type) -> tuple[str, ...]:
+    """The fields of a node type that can hold nodes a rule looks at, in source order."""
+    fields = _CHILD_FIELDS.get(node_type)
+    if fields is None:
+        fields = _CHILD_FIELDS[node_type] = tuple(
+            f.name
+            for f in dataclasses.fields(node_type)
+            if f.name not in _LAYOUT_FIELDS and not f.name.startswith("whitespace")
+        )
+    return fields
 
 
 _IS_NODE: dict[type, bool] = {}
 
 
-def _is_node(value) -> bool:
+def is_node(value) -> bool:
     # isinstance() against libcst's abstract base classes is slow; the answer per type is not
     kind = type(value)
     known = _IS_NODE.get(kind)
@@ -45,21 +51,28 @@ def _is_node(value) -> bool:
 
 
 def children(node: cst.CSTNode):
-    for name in _child_fields(type(node)):
+    for name in child_fields(type(node)):
         value = getattr(node, name)
         if type(value) in (list, tuple):
             for item in value:
-                if _is_node(item):
+                if is_node(item):
                     yield item
-        elif _is_node(value):
+        elif is_node(value):
             yield value
 
 
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Call `visitor.on_visit` / `on_leave` on `node` and its descendants, in source order."""
+    # children() inlined: this runs for every node of every module
     if visitor.on_visit(node) is not False:
-        for child in children(node):
-            walk(child, visitor)
+        for name in child_fields(type(node)):
+            value = getattr(node, name)
+            if type(value) in (list, tuple):
+                for item in value:
+                    if is_node(item):
+                        walk(item, visitor)
+            elif is_node(value):
+                walk(value, visitor)
     visitor.on_leave(node)
 
 
