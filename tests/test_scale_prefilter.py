@@ -114,6 +114,16 @@ def test_guard_rejects_what_would_crash_libcst():
     assert python_guard("def f(:\n", "bad.py") == (False, None)
 
 
+def test_guard_is_silent_and_lets_compiler_only_errors_through(recwarn, capsys):
+    # the guard compiles to bytecode: warnings stay quiet, and an error only the compiler
+    # sees sends the file to libcst like any syntax error (no finding is lost)
+    assert python_guard("import re\npattern = '\\d+'\nif pattern is 1:\n    pass\n", "w.py") == (True, None)
+    assert len(recwarn) == 0 and capsys.readouterr() == ("", "")
+    assert python_guard("return 1\n", "r.py") == (False, None)
+    source = "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1\nreturn x\n"
+    assert [d.code for d in lint_text(source, "r.py", ALL)[0]] == ["JG301"]
+
+
 def test_unknown_rules_switch_the_prefilter_off():
     from jaxguard.lint.prefilter import needs_libcst
 

@@ -3,7 +3,7 @@
 1. Guard. libcst's native parser recurses without a limit and crashes the process (a
    segfault, not an exception) on pathologically nested code, and takes minutes on some
    long chains. CPython's own parser rejects such code in milliseconds, so a file is only
-   given to libcst after `compile(..., PyCF_ONLY_AST)` accepted it, or failed with an
+   given to libcst after `compile(...)` accepted it, or failed with an
    ordinary syntax error (libcst then reports it as JG001, as without the guard).
 
 2. Prefilter. Almost every rule needs something from JAX: a traced function (a JAX /
@@ -20,8 +20,8 @@
 
 from __future__ import annotations
 
-import ast
 import re
+import warnings
 from functools import lru_cache
 
 from jaxguard.lint.diagnostic import Diagnostic
@@ -80,9 +80,17 @@ def mentions_jax(source: str, traced_decorators: tuple[str, ...] = ()) -> bool:
 
 
 def python_guard(source: str, path: str) -> tuple[bool, Diagnostic | None]:
-    """(CPython parsed it, a JG001 for code too deep or complex to give to libcst)."""
+    """(CPython compiled it, a JG001 for code too deep or complex to give to libcst).
+
+    A full compile to bytecode, not just to an `ast` tree: it rejects the same deep code
+    and is faster (building the tree's Python objects costs more than compiling). It also
+    rejects a few things only the compiler sees (`return` outside a function): those files
+    simply go to libcst, like any file CPython rejects.
+    """
     try:
-        compile(source, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes etc. are not ours to print
+            compile(source, path, "exec", dont_inherit=True)
     except (RecursionError, MemoryError):
         return False, too_complex(path, 1, 1)
     except SyntaxError as error:
