@@ -98,6 +98,8 @@ class RuleContext:
 
     @property
     def in_traced(self) -> bool:
+        if not self.facts.any_traced:
+            return False
         function = self.function
         return function is not None and function.traced
 

@@ -535,12 +535,14 @@ class ModuleFacts:
         self.lax_body_args: dict[cst.Call, list[cst.BaseExpression]] = {}
         # results that one rule family derives and its rules share (e.g. the PRNG key flow)
         self.derived: dict[str, object] = {}
+        self.any_traced = False  # most modules of a library define no traced function
 
     @classmethod
     def build(cls, module: cst.Module, traced_decorators: tuple[str, ...] = ()) -> ModuleFacts:
         facts = cls(module, traced_decorators)
         walk(module, _Collector(facts))
         facts._find_traced()
+        facts.any_traced = any(info.traced for info in facts.functions.values())
         return facts
 
     @functools.cached_property
@@ -797,6 +799,8 @@ class ModuleFacts:
 
     def jitted_spec(self, func: cst.BaseExpression, scope: Scope) -> StaticSpec | None:
         """If calling `func` calls a compiled function, its static spec."""
+        if not self.jit_calls and not self.jitted_names:
+            return None
         if isinstance(func, cst.Call) and func in self.jit_calls:
             return self.jit_calls[func]
         if isinstance(func, cst.Name):

@@ -14,11 +14,13 @@ from functools import lru_cache
 
 import libcst as cst
 
-# Fields that hold only whitespace, comments or punctuation: no rule looks at them.
+# Fields that hold only whitespace, comments, punctuation or an operator token: no rule
+# visits them (rules read an operator from its parent, e.g. BinaryOperation.operator).
 _LAYOUT_FIELDS = frozenset(
     {
         "lpar", "rpar", "comma", "semicolon", "header", "footer", "leading_lines",
         "lines_after_decorators", "trailing_whitespace", "equal", "star", "colon",
+        "dot", "lbracket", "rbracket", "lbrace", "rbrace", "operator",
     }
 )
 
