@@ -35,7 +35,7 @@ def child_fields(node_type: type) -> tuple[str, ...]:
         fields = _CHILD_FIELDS[node_type] = tuple(
             f.name
             for f in dataclasses.fields(node_type)
-            if f.name not in _LAYOUT_FIELDS and not f.name.startswith("whitespace")
+            if f.name not in _LAYOUT_FIELDS and not f.name.startswith("whitespace") and f.type is not str
         )
     return fields
 
@@ -65,6 +65,14 @@ def children(node: cst.CSTNode):
 
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Call `visitor.on_visit` / `on_leave` on `node` and its descendants, in source order."""
+    kind = type(visitor)
+    if kind.on_visit is Visitor.on_visit and kind.on_leave is Visitor.on_leave:
+        _walk_dispatching(node, visitor, _dispatch_table(kind))
+    else:
+        _walk_generic(node, visitor)
+
+
+def _walk_generic(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     # children() inlined: this runs for every node of every module
     if visitor.on_visit(node) is not False:
         for name in child_fields(type(node)):
@@ -72,10 +80,42 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
             if type(value) in (list, tuple):
                 for item in value:
                     if is_node(item):
-                        walk(item, visitor)
+                        _walk_generic(item, visitor)
             elif is_node(value):
-                walk(value, visitor)
+                _walk_generic(value, visitor)
     visitor.on_leave(node)
+
+
+_DISPATCH: dict[type, dict[type, tuple]] = {}
+
+
+def _dispatch_table(visitor_type: type) -> dict[type, tuple]:
+    """node type -> (child fields, visit_X or None, leave_X or None) for one Visitor class."""
+    return _DISPATCH.setdefault(visitor_type, {})
+
+
+def _walk_dispatching(node: cst.CSTNode, visitor: Visitor, table: dict[type, tuple]) -> None:
+    # walk() for a Visitor: its visit_X / leave_X found once per node type, called directly
+    entry = table.get(type(node))
+    if entry is None:
+        kind = type(node)
+        entry = table[kind] = (
+            child_fields(kind),
+            _method(type(visitor), "visit_", kind),
+            _method(type(visitor), "leave_", kind),
+        )
+    fields, visit, leave = entry
+    if visit is None or visit(visitor, node) is not False:
+        for name in fields:
+            value = getattr(node, name)
+            if type(value) in (list, tuple):
+                for item in value:
+                    if is_node(item):
+                        _walk_dispatching(item, visitor, table)
+            elif is_node(value):
+                _walk_dispatching(value, visitor, table)
+    if leave is not None:
+        leave(visitor, node)
 
 
 @lru_cache(maxsize=None)
