@@ -17,7 +17,7 @@ from jaxguard.lint.facts import ModuleFacts, Scope
 from jaxguard.lint.positions import Positions
 from jaxguard.lint.registry import INTERNAL_ERROR, SYNTAX_ERROR, Rule, all_rules
 from jaxguard.lint.suppress import Suppressions
-from jaxguard.lint.walk import child_fields, is_node
+from jaxguard.lint.walk import NODE_TYPES, child_fields
 
 MAX_FIX_PASSES = 10
 
@@ -187,11 +187,10 @@ class _Runner:
             callback(node)
         for name in fields:
             value = getattr(node, name)
-            if type(value) in (list, tuple):
+            if type(value) in (list, tuple):  # a libcst sequence field holds only nodes
                 for item in value:
-                    if is_node(item):
-                        self.run(item)
-            elif is_node(value):
+                    self.run(item)
+            elif type(value) in NODE_TYPES:
                 self.run(value)
         for callback in leavers:
             callback(node)

@@ -40,26 +40,28 @@ def child_fields(node_type: type) -> tuple[str, ...]:
     return fields
 
 
-_IS_NODE: dict[type, bool] = {}
+def _node_types() -> frozenset[type]:
+    found: set[type] = set()
+    pending = [cst.CSTNode]
+    while pending:
+        for subclass in pending.pop().__subclasses__():
+            if subclass not in found:
+                found.add(subclass)
+                pending.append(subclass)
+    return frozenset(found)
 
 
-def is_node(value) -> bool:
-    # isinstance() against libcst's abstract base classes is slow; the answer per type is not
-    kind = type(value)
-    known = _IS_NODE.get(kind)
-    if known is None:
-        known = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
-    return known
+# Every libcst node class (all are defined once libcst is imported): a set lookup is much
+# cheaper than isinstance() against libcst's abstract base classes.
+NODE_TYPES = _node_types()
 
 
 def children(node: cst.CSTNode):
     for name in child_fields(type(node)):
         value = getattr(node, name)
         if type(value) in (list, tuple):
-            for item in value:
-                if is_node(item):
-                    yield item
-        elif is_node(value):
+            yield from value
+        elif type(value) in NODE_TYPES:
             yield value
 
 
@@ -77,11 +79,10 @@ def _walk_generic(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     if visitor.on_visit(node) is not False:
         for name in child_fields(type(node)):
             value = getattr(node, name)
-            if type(value) in (list, tuple):
+            if type(value) in (list, tuple):  # a libcst sequence field holds only nodes
                 for item in value:
-                    if is_node(item):
-                        _walk_generic(item, visitor)
-            elif is_node(value):
+                    _walk_generic(item, visitor)
+            elif type(value) in NODE_TYPES:
                 _walk_generic(value, visitor)
     visitor.on_leave(node)
 
@@ -110,9 +111,8 @@ def _walk_dispatching(node: cst.CSTNode, visitor: Visitor, table: dict[type, tup
             value = getattr(node, name)
             if type(value) in (list, tuple):
                 for item in value:
-                    if is_node(item):
-                        _walk_dispatching(item, visitor, table)
-            elif is_node(value):
+                    _walk_dispatching(item, visitor, table)
+            elif type(value) in NODE_TYPES:
                 _walk_dispatching(value, visitor, table)
     if leave is not None:
         leave(visitor, node)
