@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 import pytest
 from helpers import ALL_RULES, clean, codes, fix, lint
@@ -234,3 +236,83 @@ TRICKY_CORRECT = {
 @pytest.mark.parametrize("title", list(TRICKY_CORRECT))
 def test_tricky_correct_code_is_silent(title):
     assert codes(TRICKY_CORRECT[title]) == [], title
+
+
+# the lean walk ---------------------------------------------------------------------
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
+WATCHED = ("Name", "Call", "Attribute", "FunctionDef", "Lambda", "Assign", "For", "Subscript", "Comparison")
+
+
+def _libcst_order(module: cst.Module) -> list[tuple[str, str]]:
+    seen: list[tuple[str, str]] = []
+
+    class Recorder(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if type(node).__name__ in WATCHED:
+                seen.append(("enter", module.code_for_node(node)))
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            if type(original_node).__name__ in WATCHED:
+                seen.append(("leave", module.code_for_node(original_node)))
+
+    module.visit(Recorder())
+    return seen
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_walk_visits_what_libcst_visits(path):
+    # walk() follows the fields' declaration order (a decorator comes after its function's
+    # body), not libcst's source order; it must still visit the same nodes, nested alike
+    from jaxguard.lint.walk import Visitor, walk
+
+    module = cst.parse_module(path.read_text())
+    seen: list[tuple[str, str]] = []
+
+    def recorder(prefix):
+        return lambda self, node: seen.append((prefix, module.code_for_node(node)))
+
+    handlers = {f"visit_{name}": recorder("enter") for name in WATCHED}
+    handlers.update({f"leave_{name}": recorder("leave") for name in WATCHED})
+    walk(module, type("Dispatching", (Visitor,), handlers)())  # per-type tables
+    dispatching = list(seen)
+    seen.clear()
+    walk(module, type("Generic", (cst.CSTVisitor,), handlers)())  # on_visit / on_leave
+    assert seen == dispatching
+    expected = _libcst_order(module)
+    assert sorted(seen) == sorted(expected) and len(seen) > 100
+    open_nodes: list[str] = []
+    for event, code in seen:
+        if event == "enter":
+            open_nodes.append(code)
+        else:
+            assert open_nodes.pop() == code
+    assert not open_nodes
+
+
+def test_the_garbage_collector_is_paused_only_while_checking():
+    import gc
+
+    source = "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1\n"
+    seen = []
+    assert gc.isenabled()
+    assert [d.code for d in lint_source(source, "a.py", ALL_RULES).diagnostics] == ["JG301"]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        lint_source(source, "a.py", ALL_RULES)
+        seen.append(gc.isenabled())
+    finally:
+        gc.enable()
+    assert seen == [False]  # a caller that turned it off keeps it off
+
+
+def test_libcst_validates_hand_built_nodes_again_after_a_check():
+    # the parse skips libcst's re-validation of the nodes its parser built, only meanwhile
+    lint_source("import jax\nx = jax.numpy.zeros(3)\n", "a.py", ALL_RULES)
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")
+    lint_source("def f(:\n", "bad.py", ALL_RULES)  # a parse error on the way
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")
