@@ -120,7 +120,11 @@ def _walk_dispatching(node: cst.CSTNode, visitor: Visitor, table: dict[type, tup
 
 @lru_cache(maxsize=None)
 def _method(visitor_type: type, prefix: str, node_type: type):
-    return getattr(visitor_type, prefix + node_type.__name__, None)
+    name = prefix + node_type.__name__
+    method = getattr(visitor_type, name, None)
+    if method is not None and method is getattr(cst.CSTVisitor, name, None):
+        return None  # libcst's do-nothing default: not worth a call per node
+    return method
 
 
 class Visitor(cst.CSTVisitor):
