@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -96,6 +95,7 @@ def test_fix_writes_and_reports_remaining(project):
     assert "(2 fixed, 1 remaining)" in result.stdout
     cst.parse_module(fixed)
     again = run("check", "mixed.py", "--fix", cwd=project)
+    assert again.returncode == 1 and "1 remaining" in again.stdout
     assert (project / "mixed.py").read_text() == fixed
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import nbformat
-import pytest
 
 from jaxguard.cli import main
 

@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from jaxguard.cli import main
 from jaxguard.lint.cache import Cache, cache_key

@@ -21,7 +21,7 @@ from jaxguard.lint.facts import (
     positional,
 )
 from jaxguard.lint.registry import Rule, register
-from jaxguard.lint.traced import NONE, TracedFlow, call_tail, describe, static_hint
+from jaxguard.lint.traced import NONE, TracedFlow, describe, static_hint
 
 
 def _short(ctx, node: cst.CSTNode, limit: int = 40) -> str:
@@ -700,7 +700,6 @@ class JitInLoop(Rule):
         ctx = self.ctx
         if ctx.in_traced:
             return
-        facts = ctx.facts
         # jax.jit(f)(args): a jitted callable built and called in one expression
         if isinstance(node.func, cst.Call) and self._is_jit(node.func):
             built = node.func
