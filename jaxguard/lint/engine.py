@@ -257,8 +257,8 @@ def parse_module(source: str) -> cst.Module:
     """cst.parse_module, without libcst re-validating every node its own parser built.
 
     Each node's `__post_init__` runs libcst's checks for hand-built trees (measured: about
-    a seventh of the parse); a parsed tree satisfies them by construction, as libcst's own
-    comment there notes. The class attribute is swapped only for the duration of the
+    a seventh of the parse); a parsed tree satisfies them by construction (a comment in
+    libcst there suggests skipping them when parsing). The class attribute is swapped only for the duration of the
     parse; a libcst without that hook is simply parsed as it is.
     """
     base = cst.CSTNode
@@ -446,7 +446,7 @@ def apply_edits(source: str, edits: list[Edit]) -> str:
 
 def _parses(source: str) -> bool:
     try:
-        cst.parse_module(source)
+        parse_module(source)
     except Exception:
         return False
     return True
