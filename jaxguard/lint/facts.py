@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -59,6 +60,19 @@ LAX_BODIES: dict[str, tuple[tuple[int, str], ...]] = {
 GRAD_TRANSFORMS = frozenset(
     {"jax.grad", "jax.value_and_grad", "jax.jacrev", "jax.jacfwd", "jax.hessian", "jax.vjp", "jax.jvp"}
 )
+
+# Abstract evaluations: they trace a function with abstract values (for shapes, or the
+# jaxpr) and never run it: no random numbers are drawn and nothing is cached for later
+# calls, so "runs only once, at trace time" does not apply either.
+ABSTRACT_TRACES = frozenset(
+    {"jax.eval_shape", "jax.make_jaxpr", "equinox.filter_eval_shape", "equinox.filter_make_jaxpr", "flax.nnx.eval_shape"}
+)
+# `jax.jit(f).lower(x)`, `jitted.trace(x)`: staged out and compiled, not run.
+ABSTRACT_METHODS = frozenset({"lower", "trace"})
+# Helpers named for them: `fast_eval_shape(f, x)`, `abstract_to_dot(f)(x)`, and functions of
+# a module named for jaxprs (`jaxpr_info.make_model_info(f)(x)`).
+_ABSTRACT_FUNCTION = re.compile(r"eval_shape|make_jaxpr|^abstract")
+_ABSTRACT_MODULE = re.compile(r"^(jaxpr|eval_shape)")
 
 # Host callbacks: the functions they receive run in Python with concrete values, not traced.
 CALLBACK_NAMES = frozenset({"pure_callback", "io_callback", "callback", "id_tap", "id_print"})
@@ -165,6 +179,10 @@ class FunctionInfo:
     traced_by: str = ""  # the qualified name of the transformation, for messages
     differentiated: bool = False
     ref_params: bool = False  # a Pallas kernel: its parameters are mutable Refs
+    # traced only by abstract evaluations (eval_shape, make_jaxpr) and what they reach:
+    # the body never runs on real values and no compiled program is kept
+    abstract_only: bool = False
+    order: int = 0  # position among module-level bindings and definitions, in source order
 
     @property
     def traced_params(self) -> set[str]:
@@ -313,6 +331,28 @@ def loaded_names(module: cst.Module) -> set[cst.Name]:
     return loads
 
 
+def assigned_names(block: cst.CSTNode) -> set[str]:
+    """Names that assignments, augmented assignments and `for` targets in `block` bind
+    (not inside nested functions)."""
+    names: set[str] = set()
+
+    class _Collect(Visitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_For(self, node: cst.For) -> None:
+            names.update(_target_names(node.target))
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    walk(block, _Collect())
+    return names
+
+
 def target_name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, cst.Name):
         return [target]
@@ -331,6 +371,7 @@ class _Collector(Visitor):
         self.stack: list[Scope] = []
         self.module_compound_depth = 0
         self.module_loop_depth = 0
+        self.events = 0  # module-level bindings and definitions seen so far
 
     @property
     def scope(self) -> Scope:
@@ -347,6 +388,8 @@ class _Collector(Visitor):
             scope = scope.module
         scope.values.setdefault(name, []).append(value)
         if self.scope.kind == "module":
+            self.events += 1
+            self.facts.last_module_binding[name] = self.events
             if self.module_loop_depth:
                 kind = "loop"
             elif self.module_compound_depth:
@@ -371,7 +414,8 @@ class _Collector(Visitor):
         params = _params(node.params)
         scope = Scope(node, "function", parent, params=params)
         class_name = node_name(parent.node) if parent.kind == "class" else None
-        info = FunctionInfo(node, name, scope, parent, params, class_name=class_name)
+        self.events += 1
+        info = FunctionInfo(node, name, scope, parent, params, class_name=class_name, order=self.events)
         scope.function = info
         self.facts.functions[node] = info
         self._push(scope)
@@ -527,6 +571,8 @@ class ModuleFacts:
         # module-level name -> how each assignment happened ("top", "conditional", "loop", ...)
         self.module_assignments: dict[str, list[str]] = {}
         self.globals_assigned_in_functions: set[str] = set()
+        # module-level name -> the `order` of its last module-level binding
+        self.last_module_binding: dict[str, int] = {}
         # names (per binding scope) that hold a compiled function, with its static spec
         self.jitted_names: dict[tuple[Scope, str], StaticSpec] = {}
         # calls of the form `transform(f)` whose result is a compiled function
@@ -542,6 +588,7 @@ class ModuleFacts:
         facts = cls(module, traced_decorators)
         walk(module, _Collector(facts))
         facts._find_traced()
+        facts._find_abstract_only()
         facts.any_traced = any(info.traced for info in facts.functions.values())
         return facts
 
@@ -564,6 +611,14 @@ class ModuleFacts:
             or top >= 2
             or (top >= 1 and "conditional" in kinds)
         )
+
+    def frozen_before(self, name: str, info: FunctionInfo) -> bool:
+        """Every binding of module-level `name` happens at module level before `info` is
+        defined (a table built, then converted, then read): the function can only ever see
+        the final value."""
+        if name in self.globals_assigned_in_functions:
+            return False
+        return self.last_module_binding.get(name, 0) < info.order
 
     @property
     def module_scope(self) -> Scope:
@@ -635,6 +690,11 @@ class ModuleFacts:
             while function_scope is not None and function_scope.kind != "function":
                 function_scope = function_scope.parent
         return None
+
+    def runs_abstractly(self, scope: Scope) -> bool:
+        """Code in `scope` belongs to a function only abstract evaluations trace."""
+        function = self.enclosing_function(scope)
+        return function is not None and function.abstract_only
 
     def enclosing_function(self, scope: Scope) -> FunctionInfo | None:
         current: Scope | None = scope
@@ -720,26 +780,109 @@ class ModuleFacts:
         seen = set(id(info) for info in work)
         while work:
             info = work.pop()
-            reached: list[FunctionInfo] = []
-            for call in info.calls:
-                callee = self.function_for(call.func, info.scope)
-                if callee is not None:
-                    reached.append(callee)
-                if not self._calls_its_function_arguments(call, info.scope):
-                    continue
-                # functions passed to tree_map and the like are called at trace time too
-                for arg in call.args:
-                    if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call, cst.Lambda)):
-                        passed = self.function_for(arg.value, info.scope)
-                        if passed is not None:
-                            reached.append(passed)
-            for callee in reached:
+            for callee in self._callees(info):
                 if not callee.traced:
                     callee.traced = True
                     callee.traced_by = info.traced_by
                 if id(callee) not in seen:
                     seen.add(id(callee))
                     work.append(callee)
+
+    def _callees(self, info: FunctionInfo) -> list[FunctionInfo]:
+        """Module-local functions that run when `info` runs: called from it, or passed to a
+        library call that applies them (tree_map...). An abstract evaluation inside it
+        (`jax.eval_shape(g, x)`) traces `g` without running it: not followed here."""
+        reached: list[FunctionInfo] = []
+        for call in info.calls:
+            if self.is_abstract_trace(call, info.scope):
+                continue
+            callee = self.function_for(call.func, info.scope)
+            if callee is not None:
+                reached.append(callee)
+            if not self._calls_its_function_arguments(call, info.scope):
+                continue
+            # functions passed to tree_map and the like are called at trace time too
+            for arg in call.args:
+                if isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call, cst.Lambda)):
+                    passed = self.function_for(arg.value, info.scope)
+                    if passed is not None:
+                        reached.append(passed)
+        return reached
+
+    def is_abstract_trace(self, call: cst.Call, scope: Scope) -> bool:
+        """`jax.eval_shape(f, x)`, `jax.make_jaxpr(f)(x)`, `jax.jit(f).lower(x)` and helpers
+        named for them: `f` is traced with abstract values and never run (ABSTRACT_TRACES)."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ABSTRACT_METHODS and call.args:
+            return True  # `str.lower()` takes no argument
+        if isinstance(func, cst.Call):  # make_jaxpr(f)(x): the transformation is the inner call
+            func = func.func
+        name = self.qualname(func, scope) or dotted_name(func)
+        if name is None:
+            return False
+        if name in ABSTRACT_TRACES:
+            return True
+        *modules, tail = name.split(".")
+        return bool(_ABSTRACT_FUNCTION.search(tail)) or any(_ABSTRACT_MODULE.match(part) for part in modules)
+
+    def _find_abstract_only(self) -> None:
+        """Mark the traced functions that only abstract evaluations reach (`abstract_only`).
+
+        A function traced by a real transformation (a decorator, `jax.jit(f)`, a lax body)
+        runs; so does everything it reaches. A marking made inside an abstract-only function
+        (`lax.scan(body, ...)` in a function given to `eval_shape`) is abstract too, so the
+        set is refined until it no longer changes.
+        """
+        traced = [info for info in self.functions.values() if info.traced]
+        if not traced:
+            return
+        marks: list[tuple[FunctionInfo, Scope | None, bool]] = []  # (function, where, abstract?)
+        for info in self.functions.values():
+            for decorator in info.decorators:
+                found = self.transform_of(decorator.decorator, info.parent)
+                if found is not None and found[0] not in GRAD_TRANSFORMS:
+                    marks.append((info, None, found[0] in ABSTRACT_TRACES))
+        for call, scope in self.transform_calls:
+            abstract = self.is_abstract_trace(call, scope) or self.qualname(call.func, scope) in ABSTRACT_TRACES
+            marks.extend((target, scope, abstract) for target in self._marked_by(call, scope))
+        abstract_only: set[cst.CSTNode] = set()
+        while True:
+            work = [
+                info
+                for info, where, abstract in marks
+                if not abstract and not (where is not None and self._within(where, abstract_only))
+            ]
+            runs = {id(info) for info in work}
+            while work:
+                for callee in self._callees(work.pop()):
+                    if id(callee) not in runs:
+                        runs.add(id(callee))
+                        work.append(callee)
+            found = {info.node for info in traced if id(info) not in runs}
+            if found == abstract_only:
+                break
+            abstract_only = found
+        for node in abstract_only:
+            self.functions[node].abstract_only = True
+
+    def _marked_by(self, call: cst.Call, scope: Scope) -> list[FunctionInfo]:
+        """The functions a transformation call made traced (see `_record_transform_call`)."""
+        if call in self.lax_body_args:
+            bodies = [self.function_for(body, scope) for body in self.lax_body_args[call]]
+            return [info for info in bodies if info is not None]
+        args = positional(call)
+        if not args or (self.qualname(call.func, scope) not in REF_KERNEL_TAKERS and self.transform_call(call, scope) is None):
+            return []
+        target = self.function_for(args[0], scope)
+        return [target] if target is not None else []
+
+    def _within(self, scope: Scope, functions: set[cst.CSTNode]) -> bool:
+        function = self.enclosing_function(scope)
+        while function is not None:
+            if function.node in functions:
+                return True
+            function = self.enclosing_function(function.parent)
+        return False
 
     def _calls_its_function_arguments(self, call: cst.Call, scope: Scope) -> bool:
         """A library call that applies the functions it is given while tracing (tree_map, ...).
