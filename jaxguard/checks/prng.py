@@ -3,7 +3,11 @@
 One key-flow analysis per function body (and the module body) walks statements in order,
 path by path: a key is consumed by a `jax.random` sampler, by `split`, or by being passed
 to another function; rebinding the name gives a fresh key. `fold_in` derives a new key
-without consuming the old one.
+without consuming the old one, and `clone` (or a helper of that name) copies it on purpose.
+Passing a key is not consuming it when the call only traces abstractly (`eval_shape`,
+`make_jaxpr`, `.lower(...)`), or when the callee is a function of the module that never
+consumes that parameter (it ignores it, or first re-derives it with `fold_in`): the same
+flow, run on the callee, says so. Bodies that only abstract evaluations trace draw nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxguard.lint.facts import ModuleFacts, Scope, literal_int, positional, target_name_nodes
+from jaxguard.lint.facts import ModuleFacts, Scope, assigned_names, dotted_name, literal_int, positional, target_name_nodes
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.walk import Visitor, walk
 
@@ -27,7 +31,7 @@ NOT_CONSUMING = frozenset(
         "jax.random.wrap_key_data", "jax.random.key", "jax.random.PRNGKey",
     }
 )
-NEUTRAL_PREFIXES = ("builtins.", "jax.debug.", "jax.numpy.", "jax.tree_util.", "jax.tree.", "numpy.", "jax.device_put", "jax.block_until_ready")
+NEUTRAL_PREFIXES = ("builtins.", "jax.debug.", "jax.numpy.", "jax.tree_util.", "jax.tree.", "numpy.", "jax.device_put", "jax.device_get", "jax.block_until_ready")
 KEY_PARAM = re.compile(r"^(key|rng|prng|prng_key|rng_key|seed_key|\w+_key|\w+_rng)$")
 PREDICATE = re.compile(r"^_?(is|has|check|assert|validate|print|log)(_|[A-Z]|$)")
 LOOP_BODIES = ("jax.lax.fori_loop", "jax.lax.scan", "jax.lax.while_loop", "jax.lax.map")
@@ -52,13 +56,15 @@ class Finding:
 @dataclass
 class _State:
     consumed: dict[str, Use] = field(default_factory=dict)
+    rebound: set[str] = field(default_factory=set)  # parameters given a new value on every path
 
     def copy(self) -> _State:
-        return _State(dict(self.consumed))
+        return _State(dict(self.consumed), set(self.rebound))
 
     def merge(self, other: _State) -> None:
         for key, use in other.consumed.items():
             self.consumed.setdefault(key, use)
+        self.rebound &= other.rebound
 
 
 class _Terminated(Exception):
@@ -66,7 +72,11 @@ class _Terminated(Exception):
 
 
 class KeyFlow:
-    def __init__(self, facts: ModuleFacts, scope: Scope, body, loop_body_of: str | None = None) -> None:
+    def __init__(
+        self, facts: ModuleFacts, scope: Scope, body, loop_body_of: str | None = None, key_param: str | None = None
+    ) -> None:
+        """`key_param`: analyse the body for whether it consumes that parameter, which a
+        caller passes a key to (see `consumes_param`)."""
         self.facts = facts
         self.scope = scope
         self.findings: list[Finding] = []
@@ -79,7 +89,12 @@ class KeyFlow:
             # (`key` is just as often a dict key or a cache key)
             used_as_keys = self._random_key_names(function.calls)
             self.keys.update(p for p in function.params if KEY_PARAM.match(p) and p in used_as_keys)
+        self.key_param = key_param
+        self.param_consumed = False  # the value `key_param` arrived with was consumed
+        if key_param is not None:
+            self.keys.add(key_param)
         self.statement: cst.CSTNode | None = None
+        self.preceding: cst.CSTNode | None = None  # the statement before `statement` in its block
         self._walk(body, _State())
 
     def _random_key_names(self, calls) -> set[str]:
@@ -93,10 +108,13 @@ class KeyFlow:
 
     # statements ------------------------------------------------------------------
     def _walk(self, statements, state: _State) -> _State:
+        preceding = None
         for statement in statements:
+            self.preceding = preceding
             state = self._statement(statement, state)
             if state is None:
                 return None  # type: ignore[return-value]
+            preceding = statement
         return state
 
     def _statement(self, statement, state: _State) -> _State | None:
@@ -141,7 +159,7 @@ class KeyFlow:
         return state
 
     def _loop(self, statement, state: _State) -> _State:
-        rebound = _assigned_names(statement.body)
+        rebound = assigned_names(statement.body)
         if isinstance(statement, cst.For):
             targets = _names_in(statement.target)
             rebound |= targets
@@ -169,6 +187,7 @@ class KeyFlow:
             return None
         if isinstance(small, cst.Assign):
             self._expression(small.value, state)
+            self._stored(small.value, [t.target for t in small.targets], state)
             source = self._is_key_source(small.value)
             for target in small.targets:
                 for name in _names_in(target.target):
@@ -191,7 +210,7 @@ class KeyFlow:
     # expressions ---------------------------------------------------------------------
     def _is_key_source(self, node: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Call):
-            return self.facts.qualname(node.func, self.scope) in KEY_SOURCES
+            return self.facts.qualname(node.func, self.scope) in KEY_SOURCES or _is_clone(node.func)
         if isinstance(node, cst.Subscript):
             return self._is_key_source(node.value) or (
                 isinstance(node.value, cst.Name) and node.value.value in self.keys
@@ -215,7 +234,7 @@ class KeyFlow:
 
     def _call(self, call: cst.Call, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
         name = self.facts.qualname(call.func, self.scope)
-        if name in NOT_CONSUMING:
+        if name in NOT_CONSUMING or _is_clone(call.func):
             return
         if name is not None and name.startswith("jax.random."):
             arg = _key_argument(call)
@@ -227,15 +246,50 @@ class KeyFlow:
             return
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("shape", "dtype", "astype"):
             return
-        found = [(k, arg.value) for arg in call.args if (k := self._key_id(arg.value, known_only=True)) is not None]
-        found = [(k, node) for k, node in found if k.split("[")[0] not in shadowed]
+        if self.facts.is_abstract_trace(call, self.scope):
+            return  # eval_shape / make_jaxpr / .lower(): traced with abstract values, nothing drawn
+        found = [(k, arg, node) for arg in call.args for k, node in self._passed_keys(arg.value)]
+        found = [(k, arg, node) for k, arg, node in found if k.split("[")[0] not in shadowed]
         if not found:
             return
         consumer = self._describe(call)
         if PREDICATE.match(consumer.rsplit(".", 1)[-1]):
             return  # `is_prng_key(key)`, `check_key(key)`: looking is not drawing
-        for key, node in found:
+        callee = self.facts.function_for(call.func, self.scope)
+        for key, arg, node in found:
+            param = _receiving_param(callee, call, arg) if callee is not None and node is arg.value else None
+            if param is not None and not consumes_param(self.facts, callee, param):
+                continue  # the callee ignores it, or re-derives it with fold_in
             self._consume(key, node, consumer, False, state)
+
+    def _passed_keys(self, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
+        """Known keys an argument passes: itself, or items of a literal tuple, list or dict
+        (`(state, key)`, `rngs={"dropout": key}`)."""
+        if isinstance(value, (cst.Tuple, cst.List, cst.Dict)):
+            return [found for element in value.elements for found in self._passed_keys(element.value)]
+        key = self._key_id(value, known_only=True)
+        return [(key, value)] if key is not None else []
+
+    def _stored(self, value: cst.BaseExpression, targets, state: _State) -> None:
+        """`self.rng = key`: a key kept in an object or container is used later (for the
+        callee analysis of `consumes_param`)."""
+        if self.key_param is None or not any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
+            return
+        if self.key_param in _names_in(value) and self.key_param not in state.rebound:
+            self.param_consumed = True
+
+    def _repeated_split(self, previous: Use, use: Use) -> bool:
+        """`a, b = split(key)` written twice in a row: the first results are dead."""
+        if not (previous.is_split and use.is_split and previous.statement is self.preceding):
+            return False
+        first, second = previous.statement, use.statement
+        if not all(
+            isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)
+            for s in (first, second)
+        ):
+            return False
+        code = cst.Module([]).code_for_node
+        return code(first.body[0]).strip() == code(second.body[0]).strip()  # type: ignore[union-attr]
 
     def _describe(self, call: cst.Call) -> str:
         try:
@@ -245,11 +299,15 @@ class KeyFlow:
 
     def _consume(self, key: str, node, consumer: str, is_split: bool, state: _State) -> None:
         use = Use(key, node, consumer, is_split, self.statement)
+        base = key.split("[")[0]
+        if base == self.key_param and base not in state.rebound:
+            self.param_consumed = True
         previous = state.consumed.get(key)
+        if previous is not None and self._repeated_split(previous, use):
+            return  # the same split line twice: the first results are rebound unused
         if previous is not None:
             self.findings.append(Finding("JG602" if previous.is_split else "JG601", use, previous))
         else:
-            base = key.split("[")[0]
             in_loop = self.loop_depth_keys and base not in self.loop_depth_keys[-1]
             if in_loop and (base in self.keys or consumer.startswith("jax.random.")):
                 self.findings.append(Finding("JG603", use))
@@ -277,30 +335,59 @@ def _join(a: _State | None, b: _State | None) -> _State | None:
 def _forget(state: _State, name: str) -> None:
     for key in [k for k in state.consumed if k == name or k.startswith(name + "[")]:
         del state.consumed[key]
+    state.rebound.add(name)
+
+
+def _is_clone(func: cst.BaseExpression) -> bool:
+    """`jax.random.clone(key)` or a helper named for it (`test_utils.clone(key)`): an explicit,
+    deliberate copy of a key, which does not consume it."""
+    tail = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
+    return tail == "clone"
+
+
+def _receiving_param(callee, call: cst.Call, arg: cst.Arg) -> str | None:
+    """The parameter of module-local `callee` that `arg` of `call` binds, if it is known."""
+    node = callee.node
+    if isinstance(node, cst.Lambda):
+        return None
+    parameters = node.params
+    positional_params = [p.name.value for p in (*parameters.posonly_params, *parameters.params)]
+    names = {p.name.value for p in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params)}
+    bound = (
+        callee.class_name is not None
+        and isinstance(call.func, cst.Attribute)
+        and not any(dotted_name(d.decorator) == "staticmethod" for d in callee.decorators)
+        and not (isinstance(call.func.value, cst.Name) and call.func.value.value == callee.class_name)
+    )
+    if arg.keyword is not None:
+        return arg.keyword.value if arg.keyword.value in names else None
+    index = 0
+    for other in call.args:
+        if other.star:
+            return None
+        if other is arg:
+            break
+        if other.keyword is None:
+            index += 1
+    index += 1 if bound else 0  # `self.step(state, key)`: `self` is bound
+    return positional_params[index] if index < len(positional_params) else None
+
+
+def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
+    """Does the module-local function `info` consume the key its caller passes as `param`?
+    No when it never uses it, or first gives it a new value (`key = fold_in(key, step)`).
+    Computed once per (function, parameter) by running the key flow on its body."""
+    cache = facts.derived.setdefault("key-params", {})
+    slot = (info.node, param)
+    if slot not in cache:
+        cache[slot] = True  # a recursive call: assume it consumes
+        flow = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param)
+        cache[slot] = flow.param_consumed
+    return cache[slot]  # type: ignore[return-value]
 
 
 def _names_in(target: cst.BaseExpression) -> set[str]:
     return {name.value for name in target_name_nodes(target)}
-
-
-def _assigned_names(block) -> set[str]:
-    names: set[str] = set()
-
-    class _Collect(Visitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            names.update(_names_in(node.target))
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            names.update(_names_in(node.target))
-
-        def visit_For(self, node: cst.For) -> None:
-            names.update(_names_in(node.target))
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-    walk(block, _Collect())
-    return names
 
 
 def _key_argument(call: cst.Call) -> cst.BaseExpression | None:
@@ -361,7 +448,7 @@ def key_flow(facts: ModuleFacts, source: str) -> list[Finding]:
         if "random" in source:
             findings += KeyFlow(facts, facts.module_scope, facts.module.body).findings
             for info in facts.functions.values():
-                if isinstance(info.node, cst.Lambda) or not _calls_jax_random(facts, info):
+                if isinstance(info.node, cst.Lambda) or info.abstract_only or not _calls_jax_random(facts, info):
                     continue
                 findings += KeyFlow(facts, info.scope, _block(info.node.body), _lax_loop_of(facts, info)).findings
         facts.derived["prng"] = findings
@@ -564,8 +651,12 @@ class ConstantSeedInLoop(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.loop_scopes: list[Scope] = []  # the scope each enclosing loop runs in
+        self.evaluated_once: set[cst.Call] = set()  # key makers in a `for` statement's iterable
+        self.unused: set[cst.Call] = set()  # key makers passed where nothing is drawn from them
 
     def visit_For(self, node: cst.For) -> None:
+        # `for k in split(PRNGKey(0), 5):` the iterable is evaluated once, before the loop
+        self.evaluated_once.update(_calls_in(node.iter))
         self.loop_scopes.append(self.ctx.scope)
 
     def leave_For(self, original_node: cst.For) -> None:
@@ -580,13 +671,43 @@ class ConstantSeedInLoop(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.qualname(node.func)
         if name not in KEY_MAKERS:
+            if _deterministic_call(node):
+                self.unused.update(call for arg in node.args for call in _passed_calls(arg.value))
             return
         args = positional(node)
         seed = args[0] if args else None
-        if seed is None or literal_int(seed) is None:
+        if seed is None or literal_int(seed) is None or node in self.unused:
             return
+        if self.ctx.facts.runs_abstractly(self.ctx.scope):
+            return  # eval_shape / make_jaxpr: the key is never used to draw numbers
         # a def inside a loop body runs once per call, not once per iteration
-        in_loop = any(scope is self.ctx.scope for scope in self.loop_scopes)
+        in_loop = node not in self.evaluated_once and any(scope is self.ctx.scope for scope in self.loop_scopes)
         where = "loop" if in_loop else ("traced function" if self.ctx.in_traced else None)
         if where is not None:
             self.report(node, self.message.format(call=name, where=where))
+
+
+# Keywords by which a model call says it runs without randomness (dropout off).
+_DETERMINISTIC = {"train": False, "training": False, "is_training": False, "deterministic": True}
+
+
+def _deterministic_call(call: cst.Call) -> bool:
+    """`model.apply(params, x, rngs={"dropout": key}, train=False)`: no number is drawn."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in _DETERMINISTIC:
+            if isinstance(arg.value, cst.Name) and arg.value.value == str(_DETERMINISTIC[arg.keyword.value]):
+                return True
+    return False
+
+
+def _passed_calls(value: cst.BaseExpression) -> list[cst.Call]:
+    """Calls passed as an argument, directly or in a literal dict/tuple/list (`rngs={...}`)."""
+    if isinstance(value, cst.Call):
+        return [value]
+    if isinstance(value, (cst.Dict, cst.Tuple, cst.List)):
+        return [call for element in value.elements for call in _passed_calls(element.value)]
+    return []
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    return [call for call, _ in _calls_in_evaluation_order(node)]
