@@ -6,8 +6,10 @@ import libcst as cst
 
 from jaxguard.lint import kinds
 from jaxguard.lint.engine import AddImport, ReplaceNode
-from jaxguard.lint.facts import literal_str, target_name_nodes
+from jaxguard.lint.facts import FunctionInfo, ModuleFacts, dotted_name, literal_str, node_name, target_name_nodes
 from jaxguard.lint.registry import Rule, register
+from jaxguard.lint.traced import TracedFlow
+from jaxguard.lint.walk import Visitor, walk
 
 
 def _traced_by(ctx) -> str:
@@ -21,7 +23,12 @@ class PrintInTraced(Rule):
     name = "print-in-traced"
     message = "print() in a traced function runs once, at trace time, and shows tracers; use jax.debug.print"
     fix_kind = "autofix"
-    what = "Flags `print(...)` inside a function that JAX traces (jit, vmap, pmap, lax bodies, and their helpers)."
+    what = """
+        Flags `print(...)` inside a function that JAX traces (jit, vmap, pmap, lax bodies, and
+        their helpers), unless everything it prints is static information (`x.shape`,
+        `x.dtype`, `jax.typeof(x)`, static arguments, strings and f-strings of those): printing
+        those at trace time is a legitimate way to see what is being compiled.
+    """
     why = """
         The Python body of a jitted function runs once, while JAX traces it with abstract values.
         `print` therefore prints `Traced<ShapedArray(...)>` on the first call and nothing on later
@@ -59,18 +66,45 @@ class PrintInTraced(Rule):
         "from jax import jit\ndef f(x):\n    print('x is', x)\n    return x * 2\ng = jit(f)\n",
         "import jax\nfrom jax import lax\ndef body(i, acc):\n    print(i)\n    return acc + i\n"
         "def run(n):\n    return lax.fori_loop(0, n, body, 0)\n",
+        # a helper of a jitted function: its argument is a tracer too
+        "import jax\ndef report(v):\n    print(f'value {v}')\n    return v\n@jax.jit\ndef f(x):\n    return report(x * 2)\n",
+        # static information next to a traced value
+        "import jax\n@jax.jit\ndef f(x):\n    print(f'{x.shape}: {x}')\n    return x\n",
     )
     valid = (
         "import jax\n@jax.jit\ndef f(x):\n    jax.debug.print('{}', x)\n    return x\n",
         "import jax\ndef f(x):\n    print(x)\n    return x\nprint(jax.grad(f)(1.0))\n",
         "def jit(f):\n    return f\n@jit\ndef f(x):\n    print(x)\n    return x\n",
         "import jax\n@jax.jit\ndef f(x):\n    def print(*a):\n        pass\n    print(x)\n    return x\n",
+        # static information printed at trace time, on purpose
+        "import jax\n@jax.jit\ndef f(x):\n    print('tracing f for', x.shape, x.dtype)\n    print(jax.typeof(x))\n    return x\n",
+        "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnames=('n',))\ndef f(x, n):\n"
+        "    print(f'compiling for n={n}, shape {x.shape}')\n    return x * n\n",
+        # a helper that prints shapes and a count computed from them (jax-md's fold warning)
+        "import jax\ndef fold(grid, factors: tuple[int, ...], batch: int = 8):\n    size = grid.shape[0] // batch\n"
+        "    if size < 2:\n        print(f'grid may be too small: {factors}, {grid.shape}, {size}')\n    return grid\n"
+        "@jax.jit\ndef f(grid):\n    return fold(grid, (2, 2))\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.ctx.in_traced or self.ctx.qualname(node.func) != "builtins.print":
             return
+        if self.ctx.facts.runs_abstractly(self.ctx.scope):
+            return  # eval_shape / make_jaxpr trace anew on every call: nothing is cached
+        if self._static_information(node):
+            return
         self.report(node, fix=self._fix(node))
+
+    def _static_information(self, call: cst.Call) -> bool:
+        """Prints static values (shapes, dtypes, static arguments) and no traced one: what is
+        being compiled, on purpose. A message alone (`print("step")`) is a side effect that
+        the author expects on every call, the Sharp Bits' example: still flagged."""
+        flow = self.ctx.facts.derived.get("print-flow")
+        if flow is None:
+            flow = self.ctx.facts.derived["print-flow"] = _print_flow(self.ctx)
+        shown = [part for arg in call.args for part in _printed(arg.value)]
+        values = [part for part in shown if not isinstance(part, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float, cst.FormattedString))]
+        return bool(values) and not any(flow.origins(part, self.ctx) for part in values)  # type: ignore[attr-defined]
 
     def _fix(self, node: cst.Call):
         ctx = self.ctx
@@ -119,6 +153,68 @@ class PrintInTraced(Rule):
             if owner.function is function and name in function.params and name not in function.traced_params:
                 return False
         return True
+
+
+_STATIC_ANNOTATIONS = frozenset({"builtins.int", "builtins.bool", "builtins.str", "builtins.tuple", "typing.Tuple"})
+
+
+def _printed(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What a print argument shows: the fields of an f-string or of `"...".format(...)`, the
+    argument of `str()`/`repr()` (a string made from a tracer shows the tracer)."""
+    if isinstance(value, cst.FormattedString):
+        return [p for part in value.parts if isinstance(part, cst.FormattedStringExpression) for p in _printed(part.expression)]
+    if isinstance(value, cst.Call) and value.args:
+        func = value.func
+        if (isinstance(func, cst.Attribute) and func.attr.value == "format") or (
+            isinstance(func, cst.Name) and func.value in ("str", "repr")
+        ):
+            return [p for arg in value.args for p in _printed(arg.value)]
+    return [value]
+
+
+def _print_flow(ctx) -> TracedFlow:
+    """The traced-ness flow JG101 asks: like JG106-JG108's, except that a helper's parameters
+    (and those of a transformation whose static arguments cannot be read) may carry tracers,
+    unless a default or a Python-type annotation says they are configuration."""
+    facts: ModuleFacts = ctx.facts
+    uncertain = TracedFlow.of(ctx).uncertain
+    possibly_traced = {
+        info.node: _plain_params(facts, info)
+        for info in facts.functions.values()
+        if info.traced and (not info.params_traced or info.node in uncertain)
+    }
+    return TracedFlow(facts, possibly_traced)
+
+
+def _plain_params(facts: ModuleFacts, info: FunctionInfo) -> set[str]:
+    node = info.node
+    params = node.params
+    plain = set()
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        name = param.name.value
+        if param.default is not None or name in info.static_params or (info.class_name and name in ("self", "cls")):
+            continue
+        if param.annotation is not None and _static_annotation(facts, param.annotation.annotation, info.parent):
+            continue
+        plain.add(name)
+    return plain
+
+
+def _static_annotation(facts: ModuleFacts, annotation: cst.BaseExpression, scope) -> bool:
+    """`int`, `str`, `bool`, `tuple[int, ...]`, `Optional[int]`, `int | None`: a Python value."""
+    if isinstance(annotation, cst.Name) and annotation.value in ("None", "Ellipsis"):
+        return True
+    if isinstance(annotation, cst.Ellipsis):
+        return True
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        return _static_annotation(facts, annotation.left, scope) and _static_annotation(facts, annotation.right, scope)
+    if isinstance(annotation, cst.Subscript):
+        outer = facts.qualname(annotation.value, scope)
+        if outer not in _STATIC_ANNOTATIONS | {"typing.Optional", "typing.Union"}:
+            return False
+        items = [element.slice.value for element in annotation.slice if isinstance(element.slice, cst.Index)]
+        return len(items) == len(annotation.slice) and all(_static_annotation(facts, item, scope) for item in items)
+    return facts.qualname(annotation, scope) in _STATIC_ANNOTATIONS
 
 
 def _names(expr: cst.CSTNode) -> list[cst.Name]:
@@ -183,7 +279,14 @@ class TracedReadsMutableGlobal(Rule):
     code = "JG102"
     name = "traced-reads-mutable-global"
     message = "traced function reads module-level '{name}', which is reassigned elsewhere: its value is frozen at trace time"
-    what = "Flags a traced function that reads a module-level name that is rebound (assigned again, augmented, or assigned through `global`)."
+    what = """
+        Flags a traced function that reads a module-level name that is rebound (assigned again,
+        augmented, or assigned through `global`) after the function is defined. A table that
+        module-level code builds and converts before the function's `def` (`T = np.zeros(8)`,
+        `T[3] = 1`, `T = jnp.asarray(T)`) has its final value whenever the function is traced,
+        and is not flagged; nor are functions that only `jax.eval_shape` or `jax.make_jaxpr`
+        trace (they cache nothing).
+    """
     why = """
         JAX captures the value a global has when the function is traced. Later calls with the
         same shapes reuse the compiled program and silently keep the old value; a call with a
@@ -210,7 +313,10 @@ class TracedReadsMutableGlobal(Rule):
     invalid = (
         "import jax\ng = 0.\ndef f(x):\n    return x + g\nprint(jax.jit(f)(4.))\ng = 10.\n",
         "import jax\ncount = 0\n@jax.jit\ndef f(x):\n    return x + count\ndef bump():\n    global count\n    count = count + 1\n",
-        "import jax\nlr = 0.1\nlr *= 0.5\n@jax.jit\ndef f(x):\n    return x * lr\n",
+        "import jax\nlr = 0.1\n@jax.jit\ndef f(x):\n    return x * lr\nlr *= 0.5\n",
+        # rebound at module level after the def (a schedule changed between calls)
+        "import jax\nimport jax.numpy as jnp\nTABLE = jnp.zeros(3)\n@jax.jit\ndef f(i):\n    return TABLE[i]\n"
+        "for step in range(3):\n    TABLE = TABLE + 1\n    f(0)\n",
     )
     valid = (
         "import jax\nSCALE = 2.0\n@jax.jit\ndef f(x):\n    return x * SCALE\n",
@@ -220,7 +326,18 @@ class TracedReadsMutableGlobal(Rule):
         # a host callback runs in Python on every call, with concrete values
         "import jax\ncalls = 0\ndef log(x):\n    global calls\n    calls += 1\n    return x + calls\n"
         "@jax.jit\ndef f(x):\n    return jax.pure_callback(log, x, x)\n",
+        # a table built, then frozen, all at module level before the def (pgx's move tables)
+        "import jax\nimport numpy as np\nimport jax.numpy as jnp\nEMPTY = -1\nTABLE = np.zeros(8, dtype=np.int32)\n"
+        "for i in range(8):\n    TABLE[i] = i * 2\nTABLE = jnp.asarray(TABLE)\nEMPTY = jnp.int32(EMPTY)\n"
+        "@jax.jit\ndef f(i):\n    return jnp.where(TABLE[i] > 0, TABLE[i], EMPTY)\n",
+        # make_jaxpr traces on every call: nothing is cached, nothing goes stale
+        "import jax\nscale = 1.0\ndef f(x):\n    return x * scale\nprint(jax.make_jaxpr(f)(1.0))\nscale = 2.0\n"
+        "print(jax.make_jaxpr(f)(1.0))\n",
     )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.reported_attributes: set[tuple[cst.CSTNode, str]] = set()
 
     def visit_Name(self, node: cst.Name) -> None:
         ctx = self.ctx
@@ -231,11 +348,109 @@ class TracedReadsMutableGlobal(Rule):
             return
         if node.value in owner.defs or node.value in owner.classes or node.value in owner.imports:
             return
-        if ctx.facts.is_rebound_global(node.value) and self._is_load(node):
-            self.report(node, self.message.format(name=node.value))
+        facts = ctx.facts
+        if not facts.is_rebound_global(node.value) or not self._is_load(node):
+            return
+        if facts.frozen_before(node.value, ctx.function) or facts.runs_abstractly(ctx.scope):
+            return  # a table finished before the def; eval_shape / make_jaxpr cache nothing
+        self.report(node, self.message.format(name=node.value))
 
     def _is_load(self, node: cst.Name) -> bool:
         return node in self.ctx.facts.loads
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        """`self.mul` read in a method jitted with `self` static: a static argument is part of
+        the compilation cache key through its hash, by identity unless the class defines
+        `__hash__`, so reassigning `mul` later does not retrace."""
+        ctx = self.ctx
+        function = ctx.function
+        if not ctx.in_traced or function is None or not function.class_name or not function.params:
+            return
+        receiver = function.params[0]
+        if not (isinstance(node.value, cst.Name) and node.value.value == receiver and receiver in function.static_params):
+            return
+        if node.value not in ctx.facts.loads or ctx.scope.lookup(receiver) is not function.scope:
+            return
+        mutated = _reassigned_attributes(ctx.facts, function.parent)
+        where = mutated.get(node.attr.value)
+        if where is None or (function.node, node.attr.value) in self.reported_attributes:
+            return
+        self.reported_attributes.add((function.node, node.attr.value))
+        self.report(
+            node,
+            f"traced method reads '{receiver}.{node.attr.value}', but '{receiver}' is a static argument compared by "
+            f"identity and '{node.attr.value}' is reassigned {where}: later calls reuse the code compiled for the old value",
+        )
+
+
+# Methods that run while an object is being built, before any jitted method can be called.
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "setup"})
+
+
+def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
+    """Attributes of instances of a module-local class that are reassigned after construction
+    (attribute name -> where), unless the class defines `__hash__` (then the hash, and the
+    cache key, may follow the change). Computed once per class."""
+    cache = facts.derived.setdefault("reassigned-attributes", {})
+    if class_scope.node in cache:
+        return cache[class_scope.node]
+    found: dict[str, str] = {}
+    cache[class_scope.node] = found
+    if "__hash__" in class_scope.defs:
+        return found
+    for method in class_scope.defs.values():
+        if method.name in _CONSTRUCTORS or not method.params:
+            continue
+        for target in _attribute_stores(method.node, {method.params[0]}):
+            found.setdefault(target.attr.value, f"in '{method.name}'")
+    # `obj.mul = False` where `obj = TheClass(...)`, anywhere in the module
+    class_name = node_name(class_scope.node)
+    instances = {
+        (scope.node, name)
+        for scope in facts.scopes.values()
+        for name, values in scope.values.items()
+        if any(isinstance(v, cst.Call) and dotted_name(v.func) == class_name for v in values)
+    }
+    if instances:
+        for scope in facts.scopes.values():
+            names = {name for node, name in instances if node is scope.node}
+            if names:
+                for target in _attribute_stores(scope.node, names, nested=False):
+                    found.setdefault(target.attr.value, f"on an instance ('{facts.module.code_for_node(target)}')")
+    return found
+
+
+def _attribute_stores(node: cst.CSTNode, receivers: set[str], nested: bool = True) -> list[cst.Attribute]:
+    """`receiver.attr = ...` / `+=` / annotated assignments in `node` (and nested functions)."""
+    stores: list[cst.Attribute] = []
+    root = node
+
+    class _Collect(Visitor):
+        def _target(self, target: cst.BaseExpression) -> None:
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value in receivers:
+                stores.append(target)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    self._target(element.value)
+
+        def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
+            self._target(target.target)
+
+        def visit_AugAssign(self, statement: cst.AugAssign) -> None:
+            self._target(statement.target)
+
+        def visit_AnnAssign(self, statement: cst.AnnAssign) -> None:
+            if statement.value is not None:
+                self._target(statement.target)
+
+        def visit_FunctionDef(self, function: cst.FunctionDef) -> bool:
+            return nested or function is root
+
+        def visit_ClassDef(self, klass: cst.ClassDef) -> bool:
+            return nested
+
+    walk(node, _Collect())
+    return stores
 
 
 @register
@@ -278,6 +493,9 @@ class TracedWritesOuterState(Rule):
         "import jax\n@jax.jit\ndef f(x):\n    class Box:\n        pass\n    b = Box()\n    b.value = x\n    return b.value\n",
         "import jax\ncounter = 0\ndef log():\n    global counter\n    counter += 1\n",
         "import jax\n@jax.jit\ndef f(x):\n    global CONSTANT\n    return x * CONSTANT\n",
+        # haiku's abstract_to_dot: a result written out of an abstract evaluation
+        "import jax\ndef to_text(fun, *args):\n    out = ''\n    def extract(*inner):\n        nonlocal out\n"
+        "        out = str(fun(*inner))\n    jax.eval_shape(extract, *args)\n    return out\n",
     )
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -293,8 +511,8 @@ class TracedWritesOuterState(Rule):
 
     def _check_target(self, target: cst.BaseExpression) -> None:
         ctx = self.ctx
-        if not ctx.in_traced:
-            return
+        if not ctx.in_traced or ctx.facts.runs_abstractly(ctx.scope):
+            return  # a `nonlocal` result written out of eval_shape / make_jaxpr: the intended idiom
         scope = ctx.scope
         for name_node in target_name_nodes(target):
             name = name_node.value
@@ -331,6 +549,11 @@ MUTATING_METHODS = frozenset(
 # (`optimizer.update(...)` is pure): flagged only on a known container or a traced pytree.
 AMBIGUOUS_MUTATING_METHODS = frozenset({"update", "pop", "remove", "clear", "add", "discard"})
 CONTAINER_KINDS = (kinds.LIST, kinds.DICT, kinds.SET)
+# Mutators whose list/dict/set/deque version returns None: a call whose result is used is
+# some other object's functional API (`buffer_state = replay_buffer.insert(buffer_state, x)`).
+RETURN_NONE = frozenset(
+    {"append", "extend", "insert", "appendleft", "extendleft", "update", "add", "remove", "clear", "discard"}
+)
 
 
 @register
@@ -370,6 +593,11 @@ class TracedMutatesOuterContainer(Rule):
         "import jax\ncache = {}\n@jax.jit\ndef f(x):\n    cache['last'] = x\n    return x\n",
         "import jax\n@jax.jit\ndef f(state, x):\n    state.update(x=x)\n    return x\n",
         "import jax\nseen = set()\n@jax.jit\ndef f(x):\n    seen.add(x)\n    return x\n",
+        # the argument is changed in place but not returned: the caller's dict is not updated
+        "import jax\n@jax.jit\ndef f(params, grads):\n    params['w'] = params['w'] - grads\n    return grads\n",
+        # a helper mutating what it was given (the caller's container)
+        "import jax\ndef record(log, x):\n    log.append(x)\n    return x\n@jax.jit\ndef f(x):\n"
+        "    return record(HISTORY, x)\nHISTORY = []\n",
     )
     valid = (
         "import jax\n@jax.jit\ndef f(x):\n    out = []\n    for i in range(3):\n        out.append(x * i)\n    return out\n",
@@ -385,6 +613,20 @@ class TracedMutatesOuterContainer(Rule):
         "    acc_scratch[...] = x[...]\n    out[...] = acc_scratch[...]\n"
         "@jax.jit\ndef f(x):\n    return pl.pallas_call(kernel, out_shape=x)(x)\n",
         "import jax\n@jax.jit\ndef f(x):\n    def body(x_ref, o_ref):\n        o_ref[0] = x_ref[0]\n    return body\n",
+        # `**kwargs` is a new dict on every call
+        "import jax\n@jax.jit\ndef step(state, **kwargs):\n    dt = kwargs.pop('dt', 0.1)\n    return state * dt\n",
+        # functional APIs that return the new value
+        "import jax\ndef make(replay_buffer, repertoire):\n    @jax.jit\n    def step(buffer_state, x):\n"
+        "        buffer_state = replay_buffer.insert(buffer_state, x)\n        new = repertoire.add(x)\n"
+        "        return buffer_state, new\n    return step\n",
+        # the jitted function's own dict argument, updated and returned
+        "import jax\n@jax.jit\ndef update(params, grads):\n    params['online'] = params['online'] - grads\n    return params\n",
+        # a lax body's carry dict: rebuilt for every trace and returned
+        "import jax\ndef body(i, carry):\n    carry['x'] = carry['x'] + i\n    return carry\n"
+        "out = jax.lax.fori_loop(0, 3, body, {'x': 0.0})\n",
+        # a closure's dict filled from inside eval_shape, to harvest structure
+        "import jax\ndef shapes(f, x):\n    seen = {}\n    def go(v):\n        seen['out'] = f(v)\n        return v\n"
+        "    jax.eval_shape(go, x)\n    return seen\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -394,8 +636,16 @@ class TracedMutatesOuterContainer(Rule):
         if not isinstance(func.value, cst.Name):
             return
         method = func.attr.value
+        if method in RETURN_NONE and not self._discarded(node):
+            return  # `buf = buffer.insert(buf, x)`: a functional API, not list.insert
         if method in MUTATING_METHODS or (method in AMBIGUOUS_MUTATING_METHODS and self._is_container(func.value)):
             self._check(func.value, node)
+
+    def _discarded(self, call: cst.Call) -> bool:
+        statement = self.ctx.statement_stack[-1] if self.ctx.statement_stack else None
+        return isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Expr) and small.value is call for small in statement.body
+        )
 
     def _is_container(self, name: cst.Name) -> bool:
         ctx = self.ctx
@@ -431,17 +681,52 @@ class TracedMutatesOuterContainer(Rule):
         ctx = self.ctx
         if ctx.kind_of(name) == kinds.REF:
             return  # a Ref is the one mutable JAX container
+        if ctx.facts.runs_abstractly(ctx.scope):
+            return  # filling a closure's dict from inside eval_shape is the intended idiom
         owner = ctx.scope.lookup(name.value)
         if owner is None:
             return
         function = ctx.function
         if owner is ctx.scope and (name.value not in owner.params or name.value in owner.values):
             return  # created here, or a parameter rebound here (`site = site.copy()`)
+        if owner.function is not None and name.value in owner.params:
+            if _fresh_argument(owner.function, name.value):
+                return
         if owner.function is not None and owner.function.traced and owner.function is not function:
             # a container made by an enclosing traced function: still inside the same trace
             if name.value not in owner.params:
                 return
         self.report(node, self.message.format(name=name.value))
+
+
+def _fresh_argument(function: FunctionInfo, param: str) -> bool:
+    """A container made anew for each call or trace: `**kwargs`; or an argument of a function
+    JAX transforms (rebuilt from its leaves for every trace) that the function returns, so
+    the change reaches the caller through the result (`params["w"] = w; return params`)."""
+    node = function.node
+    if isinstance(node, cst.FunctionDef) and node.params.star_kwarg is not None and node.params.star_kwarg.name.value == param:
+        return True
+    return function.params_traced and param in _returned_names(function)
+
+
+def _returned_names(function: FunctionInfo) -> set[str]:
+    """Names a function returns, alone or in a returned tuple or list."""
+    names: set[str] = set()
+
+    class _Collect(Visitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            value = node.value
+            items = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+            names.update(item.value for item in items if isinstance(item, cst.Name))
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function.node
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    walk(function.node, _Collect())
+    return names
 
 
 def _string_index(target: cst.Subscript) -> bool:
