@@ -6,7 +6,7 @@ import libcst as cst
 
 from jaxguard.lint import kinds
 from jaxguard.lint.engine import RemoveNode, ReplaceNode
-from jaxguard.lint.facts import positional
+from jaxguard.lint.facts import literal_int, literal_str, positional
 from jaxguard.lint.registry import Rule, register
 
 AUGMENTED_TO_AT = {
@@ -64,6 +64,9 @@ class InPlaceUpdate(Rule):
         "import jax.numpy as jnp\ndef f():\n    y = jnp.ones((2, 2))\n    y[:, 1] *= 2\n    return y\n",
         "import jax\n@jax.jit\ndef f(x):\n    x[0] = 0.0\n    return x\n",
         "from jax import numpy as np\nz = np.arange(5)\nz[1:3] -= 1\n",
+        # an array leaf of a nested pytree
+        "import jax.numpy as jnp\nparams = [{'w': jnp.ones((2, 2)), 'b': jnp.zeros(2)}]\nparams[0]['w'][0, 0] = 0.0\n",
+        "import jax\n@jax.jit\ndef f(params):\n    params['layer']['w'][..., 0] = 0.0\n    return params\n",
     )
     valid = (
         "import numpy as np\nnumpy_array = np.zeros((3, 3), dtype=np.float32)\nnumpy_array[1, :] = 1.0\n",
@@ -71,6 +74,11 @@ class InPlaceUpdate(Rule):
         "import jax, jax.numpy as jnp\nr = jax.new_ref(jnp.zeros(3))\nr[0] = 1.0\n",
         "import jax.numpy as jnp\nimport numpy as np\nx = jnp.zeros(3)\nx = np.asarray(x).copy()\nx[0] = 1.0\n",
         "import jax\n@jax.jit\ndef f(x):\n    out = [0, 0]\n    out[0] = x\n    return out\n",
+        # a string key: a dict of the pytree, not an array
+        "import jax\n@jax.jit\ndef update(params, new):\n    params['online'] = new\n    return params\n",
+        # a list of arrays, item replaced (not an array item)
+        "import jax.numpy as jnp\nlayers = [jnp.ones(2), jnp.ones(3)]\nlayers[0] = jnp.zeros(2)\n",
+        "import numpy as np\ntables = [{'w': np.ones((2, 2))}]\ntables[0]['w'][0, 0] = 0.0\n",
     )
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -90,15 +98,41 @@ class InPlaceUpdate(Rule):
             self._report(node.target, op or "<op>", operator, node if op else None)
 
     def _is_array_item(self, target: cst.BaseExpression) -> bool:
-        return (
-            isinstance(target, cst.Subscript)
-            and isinstance(target.value, cst.Name)
-            and self.ctx.kind_of(target.value) == kinds.JAX
-        )
+        """`x[i]` with `x` a JAX array; or a nested `params[0]["w"][0, 0]` whose leaf is one."""
+        if not isinstance(target, cst.Subscript) or _string_key(target):
+            return False  # `params["online"] = w`: a dict of the pytree, not an array
+        base = target.value
+        if isinstance(base, cst.Name):
+            return self.ctx.kind_of(base) == kinds.JAX
+        return isinstance(base, cst.Subscript) and self._is_array_leaf(base) and _array_index(target)
+
+    def _is_array_leaf(self, node: cst.Subscript) -> bool:
+        """An item reached by indexing containers: of a traced argument (a pytree whose leaves
+        are arrays) through string keys, or of a literal list/dict whose element is a jnp call."""
+        path: list[cst.Subscript] = []
+        root: cst.BaseExpression = node
+        while isinstance(root, cst.Subscript):
+            path.append(root)
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return False
+        ctx = self.ctx
+        if ctx.kind_of(root) == kinds.JAX:  # an array, or a traced pytree: every leaf is an array
+            return True
+        owner = ctx.scope.lookup(root.value)
+        values = owner.values.get(root.value) if owner is not None else None
+        if not values or len(values) != 1 or values[0] is None:
+            return False
+        value = values[0]
+        for step in reversed(path):
+            value = _literal_item(value, step)
+            if value is None:
+                return False
+        return ctx.kind_of(value) == kinds.JAX
 
     def _report(self, target: cst.Subscript, op: str, operator: str, statement) -> None:
         ctx = self.ctx
-        name = target.value.value  # type: ignore[attr-defined]
+        name = ctx.code(target.value).strip()
         message = self.message.format(target=ctx.code(target).strip(), operator=operator, name=name, op=op)
         fix = None
         if statement is not None:
@@ -106,9 +140,50 @@ class InPlaceUpdate(Rule):
             value = ctx.code(statement.value)
             text = f"{name} = {name}.at[{index}].{op}({value})"
             function = ctx.function
-            safe = not (function is not None and name in function.params)
+            # a parameter may be a pytree rather than an array; a nested item is stored back
+            # into its container, which other references to that container then see
+            safe = isinstance(target.value, cst.Name) and not (function is not None and name in function.params)
             fix = ([ReplaceNode(statement, text)], safe, f"rewrite as {name}.at[...].{op}(...)")
         self.report(target, message, fix)
+
+
+def _single_index(target: cst.Subscript) -> cst.BaseExpression | None:
+    if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+        return target.slice[0].slice.value
+    return None
+
+
+def _string_key(target: cst.Subscript) -> bool:
+    index = _single_index(target)
+    return index is not None and literal_str(index) is not None
+
+
+def _array_index(target: cst.Subscript) -> bool:
+    """An index only an array takes: several dimensions, or an ellipsis (a list or dict
+    would take `[0]` too)."""
+    if len(target.slice) > 1:
+        return True
+    index = _single_index(target)
+    return isinstance(index, cst.Ellipsis) or (isinstance(index, cst.Tuple) and len(index.elements) > 1)
+
+
+def _literal_item(container: cst.BaseExpression, step: cst.Subscript) -> cst.BaseExpression | None:
+    """`[a, b][1]` -> b, `{"w": a}["w"]` -> a; None unless both are literal."""
+    index = _single_index(step)
+    if index is None:
+        return None
+    if isinstance(container, (cst.List, cst.Tuple)):
+        position = literal_int(index)
+        elements = container.elements
+        if position is not None and -len(elements) <= position < len(elements):
+            element = elements[position]
+            return None if isinstance(element, cst.StarredElement) else element.value
+    if isinstance(container, cst.Dict):
+        key = literal_str(index)
+        for element in container.elements:
+            if isinstance(element, cst.DictElement) and key is not None and literal_str(element.key) == key:
+                return element.value
+    return None
 
 
 AT_OPS = kinds.AT_METHODS - {"get"}
