@@ -7,6 +7,8 @@ flagged; `jax.grad` alone allows Python control flow.
 
 from __future__ import annotations
 
+import os
+
 import libcst as cst
 
 from jaxguard.lint import kinds
@@ -16,12 +18,15 @@ from jaxguard.lint.facts import (
     TRACING_TRANSFORMS,
     FunctionInfo,
     argument,
+    assigned_names,
+    dotted_name,
     keyword,
     literal_int,
     positional,
 )
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.traced import NONE, TracedFlow, describe, static_hint
+from jaxguard.lint.walk import Visitor, walk
 
 
 def _short(ctx, node: cst.CSTNode, limit: int = 40) -> str:
@@ -580,20 +585,30 @@ def _is_mask(node: cst.BaseExpression) -> bool:
 class JitInLoop(Rule):
     code = "JG109"
     name = "jit-in-loop"
-    message = "jax.jit built inside a loop or on every call: retraces and recompiles each time"
+    message = "jax.jit built inside a loop or on every call: a new function object retraces and recompiles each time"
     fix_kind = "suggest"
     what = """
-        Flags a `jax.jit(...)` (or `pmap`, `equinox.filter_jit`, `flax.nnx.jit`) built inside a
-        loop body and used there, a jitted function defined inside a loop, and
-        `jax.jit(<lambda | nested function | partial(...)>)(args)` called straight away inside a
-        function.
+        Flags, inside a loop body: `jax.jit(...)` (or `pmap`, `equinox.filter_jit`,
+        `flax.nnx.jit`) of a lambda, a `functools.partial`, a function defined in the loop or a
+        method of an object the loop rebinds, and a jitted function defined in the loop (each a
+        new function object every iteration: a retrace and recompile); and `jax.jit(f)(...)`
+        of the same function every iteration (no retrace, but jit's slow dispatch path every
+        time). Outside loops: `jax.jit(<lambda | nested function | partial(...)>)(args)` called
+        straight away in a function, which compiles on every call of that function, except in
+        code that runs once (`main`, test functions and test modules).
     """
     why = """
-        `jax.jit` caches compiled code per jitted callable and per function object. A jit built
-        around a lambda, a `functools.partial` or a function defined in the loop is a new object
-        each time: every iteration (or every call of the enclosing function) traces and
-        compiles again, which can cost seconds per step. Build the jitted function once, outside
-        the loop (or at module level), and pass the changing values as arguments.
+        `jax.jit` caches compiled code per function object. A jit built around a lambda, a
+        `functools.partial`, a function defined in the loop or a method of a new object is a new
+        object each time: every iteration (or every call of the enclosing function) traces and
+        compiles again, which can cost seconds per step. `jax.jit(f)(x)` of one module-level `f`
+        in a loop finds `f`'s compiled code again (measured: one trace over five iterations),
+        but re-wrapping and the slow dispatch path cost time on each iteration. Build the jitted
+        function once, outside the loop (or at module level), and pass the changing values as
+        arguments. Not flagged: a sweep over constant configurations where the function uses
+        the loop variable (one compile per configuration is the point), `jit(..., inline=True)`
+        (inlined into the caller's trace), and `jit(partial(lax.scan, step))` with `step` made
+        in the same function (the scan would trace the new `step` on every call anyway).
     """
     example = """
         import jax
@@ -622,6 +637,11 @@ class JitInLoop(Rule):
         "            return x * batch\n        x = f(x)\n    return x\n",
         "import equinox as eqx\nfrom functools import partial\ndef apply(model, xs):\n"
         "    return eqx.filter_jit(partial(model, key=None))(xs)\n",
+        # a method of an object the loop rebinds: a new bound method every iteration
+        "import jax\ndef fill(buffer, items):\n    for item in items:\n        buffer = jax.jit(buffer.insert)(item)\n"
+        "    return buffer\n",
+        # the same module-level function re-wrapped every iteration: slow dispatch
+        "import jax\ndef step(x):\n    return x + 1\nx = 0.0\nfor _ in range(10):\n    x = jax.jit(step)(x)\n",
     )
     valid = (
         "import jax\nupdate = jax.jit(lambda p: p * 0.9)\nparams = 1.0\nfor _ in range(10):\n"
@@ -641,6 +661,17 @@ class JitInLoop(Rule):
         "    @jax.jit\n    def kernel(x):\n        return x.reshape(blocks, tile)\n    kernel(1.0)\n",
         # make_jaxpr traces on purpose
         "import jax\ndef show(f, x):\n    def g(v):\n        return f(v)\n    return jax.make_jaxpr(g)(x)\n",
+        # functions that run once
+        "import jax\ndef test_double():\n    assert jax.jit(lambda v: v * 2)(1.0) == 2.0\n",
+        "import jax\ndef main():\n    def rollout(x):\n        return x + 1\n    print(jax.jit(rollout)(1.0))\n",
+        # jit of a lax loop over a step made in this function: the scan would retrace it anyway
+        "import jax\nfrom functools import partial\ndef run(kernel, state, keys):\n    def one_step(s, k):\n"
+        "        return kernel(k, s), s\n    return jax.jit(partial(jax.lax.scan, one_step))(state, keys)\n",
+        # inlined into the caller's trace
+        "import jax\ndef add(a, b):\n    return jax.jit(lambda x, y: x + y, inline=True)(a, b)\n",
+        # a sweep: the object whose method is compiled is made from the loop variable
+        "import jax\nfrom functools import partial\ndef make(axis):\n    return axis\nfor axis_name in [None, 'i']:\n"
+        "    model = make(partial(print, axis=axis_name))\n    out = jax.pmap(model.init, axis_name='i')(1.0)\n",
     )
 
     def __init__(self, ctx) -> None:
@@ -703,42 +734,87 @@ class JitInLoop(Rule):
         # jax.jit(f)(args): a jitted callable built and called in one expression
         if isinstance(node.func, cst.Call) and self._is_jit(node.func):
             built = node.func
-            fresh = self._fresh_function(built)
+            if keyword(built, "inline") is not None or self._traces_anyway(built):
+                return
             if self.in_loop:
-                if fresh in ("a lambda", "a functools.partial") or self._defined_in_loop(built):
+                new_object = self._new_each_iteration(built)
+                if new_object:
                     self._report(
                         built,
-                        f"jax.jit of {fresh or 'a function defined in the loop'} built and called inside a loop: a new function object every iteration",
+                        f"jax.jit of {new_object} built and called inside a loop: a new function object every iteration",
                         function=self._function_node(built),
                     )
                 else:
                     self._report(
                         built,
-                        "jax.jit(...)(...) inside a loop wraps the function again every iteration: each call "
-                        "goes through jit's slow path (and retraces when the function or its static "
-                        "arguments are new objects)",
+                        "jax.jit(f)(...) inside a loop wraps the same function again every iteration: jit's cache "
+                        "finds the compiled code (no retrace), but every call goes through jit's slow path",
                         recompiles=False,
                     )
-            elif fresh and ctx.function is not None:
+                return
+            fresh = self._fresh_function(built)
+            if fresh and ctx.function is not None and not _runs_once(ctx.function, ctx.path):
                 self._report(built, f"jax.jit of {fresh} called straight away: traces and compiles on every call of the enclosing function")
             return
         if self._is_jit(node) and self.in_loop:
-            fresh = self._fresh_function(node)
-            if fresh in ("a lambda", "a functools.partial") or self._defined_in_loop(node):
+            new_object = self._new_each_iteration(node)
+            if new_object:
                 self._report(
                     node,
-                    f"jax.jit of {fresh or 'a function defined in the loop'} inside a loop: a new function object each iteration",
+                    f"jax.jit of {new_object} inside a loop: a new function object each iteration",
                     function=self._function_node(node),
                 )
 
+    def _new_each_iteration(self, call: cst.Call) -> str:
+        """Why the function `call` jits is a new object in every iteration of the loop, or ""."""
+        fresh = self._fresh_function(call)
+        if fresh in ("a lambda", "a functools.partial"):
+            return fresh
+        if self._defined_in_loop(call):
+            return fresh or "a function defined in the loop"
+        receiver = self._rebound_receiver(call)
+        return f"a method of '{receiver}', which the loop rebinds" if receiver else ""
+
+    def _rebound_receiver(self, call: cst.Call) -> str:
+        """`jax.jit(buffer.insert)` where the loop body assigns `buffer`: a bound method of a
+        new object each iteration."""
+        args = positional(call)
+        target = args[0] if args else None
+        while isinstance(target, cst.Attribute):
+            target = target.value
+        if not isinstance(target, cst.Name) or not isinstance(args[0], cst.Attribute) or not self.loops:
+            return ""
+        loop = self.loops[-1]
+        return target.value if target.value in assigned_names(loop.body) else ""
+
+    def _traces_anyway(self, call: cst.Call) -> bool:
+        """`jit(partial(lax.scan, step))(...)` with `step` a closure (made anew by each call of
+        the function that defines it): the lax loop would trace and compile it without jit too."""
+        args = positional(call)
+        partial = args[0] if args else None
+        if not (isinstance(partial, cst.Call) and self.ctx.qualname(partial.func) == "functools.partial"):
+            return False
+        inner = positional(partial)
+        if len(inner) < 2 or self.ctx.qualname(inner[0]) not in _LAX_LOOPS:
+            return False
+        body = self.ctx.facts.function_for(inner[1], self.ctx.scope)
+        return body is not None and (isinstance(body.node, cst.Lambda) or body.parent.kind == "function")
+
     def _function_node(self, call: cst.Call) -> cst.CSTNode | None:
+        """The code that makes the jitted function (for `_sweep`): a lambda, partial or def,
+        or the loop's assignment of the object whose method is jitted."""
         args = positional(call)
         if not args:
             return None
         if isinstance(args[0], (cst.Lambda, cst.Call)):
             return args[0]
         info = self.ctx.facts.function_for(args[0], self.ctx.scope)
-        return info.node if info is not None else None
+        if info is not None:
+            return info.node
+        receiver = self._rebound_receiver(call)
+        if receiver:
+            return _assignment_in(self.loops[-1].body, receiver)
+        return None
 
     def _is_jit(self, call: cst.Call) -> bool:
         """A compiling transform applied to a function (not make_jaxpr, which traces on purpose)."""
@@ -808,6 +884,34 @@ class JitInLoop(Rule):
         return False
 
 
+_LAX_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map"})
+
+
+def _runs_once(function: FunctionInfo, path: str) -> bool:
+    """Code that runs once, so compiling in it is not repeated: a program's `main`, a test
+    function, or any function of a test module (pytest's naming: `test_*.py`, `*_test.py`)."""
+    module = os.path.basename(path)
+    return (
+        function.name == "main"
+        or function.name.startswith("test")
+        or module.startswith("test_")
+        or module.endswith("_test.py")
+    )
+
+
+def _assignment_in(block: cst.CSTNode, name: str) -> cst.CSTNode | None:
+    """The value of the first `name = ...` in `block`."""
+    found: list[cst.CSTNode] = []
+
+    class _Collect(Visitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if not found and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+                found.append(node.value)
+
+    walk(block, _Collect())
+    return found[0] if found else None
+
+
 # JG110 -----------------------------------------------------------------------------------
 
 _UNHASHABLE_CALLS = {"builtins.list", "builtins.dict", "builtins.set", "builtins.bytearray"}
@@ -822,7 +926,9 @@ class UnhashableStaticArg(Rule):
     what = """
         Flags a list, dict or set (literal, comprehension or `list(...)`/`dict(...)`/`set(...)`)
         or an array passed to a jitted function at a position declared static with
-        `static_argnums` or `static_argnames` (matched positionally and by keyword).
+        `static_argnums` or `static_argnames` (matched positionally and by keyword); and a
+        `__hash__` that hashes an array field (`hash((self.x, self.mul))` with `self.x` a JAX
+        array), which makes every instance, e.g. a static `self`, unhashable.
     """
     why = """
         Static arguments are part of the compilation cache key, so they must be hashable:
@@ -857,6 +963,11 @@ class UnhashableStaticArg(Rule):
         "@partial(jax.jit, static_argnums=(1,))\ndef f(x, shape):\n    return x\nf(1.0, shape=jnp.array([2, 3]))\n",
         "import jax\n@jax.jit\ndef g(x):\n    return x\ndef f(x, opts):\n    return x\n"
         "h = jax.jit(f, static_argnames='opts')\nh(1.0, [i for i in range(3)])\n",
+        # the Sharp Bits' "jit with methods": __hash__ over an array field of a static self
+        "import jax\nimport jax.numpy as jnp\nfrom functools import partial\nclass Scaler:\n"
+        "    def __init__(self, x: jnp.ndarray, mul: bool):\n        self.x = x\n        self.mul = mul\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def calc(self, y):\n        return self.x * y if self.mul else y\n"
+        "    def __hash__(self):\n        return hash((self.x, self.mul))\n",
     )
     valid = (
         "import jax\ndef f(x, dims):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng([1.0, 2.0], (1, 2))\n",
@@ -864,6 +975,9 @@ class UnhashableStaticArg(Rule):
         "def total(x, axes):\n    return x\ntotal([1.0], axes=(0,))\n",
         "import jax\n@jax.jit\ndef f(x, y):\n    return x\nf([1.0], {'a': 2.0})\n",
         "import jax\ndef f(x, n):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng({'w': 1.0}, 3)\n",
+        # a hash over the static description only
+        "import jax.numpy as jnp\nclass Scaler:\n    def __init__(self, x: jnp.ndarray, mul: bool):\n        self.x = x\n"
+        "        self.mul = mul\n    def __hash__(self):\n        return hash((self.x.shape, self.mul))\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -907,6 +1021,25 @@ class UnhashableStaticArg(Rule):
                     f"arguments must be hashable (ValueError: Non-hashable static arguments); pass a tuple",
                 )
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        info = self.ctx.facts.functions.get(node)
+        if info is None or info.name != "__hash__" or not info.class_name or not info.params:
+            return
+        arrays = _array_attributes(self.ctx.facts, info.parent)
+        receiver = info.params[0]
+        for hashed in _hashed_values(node):
+            if (
+                isinstance(hashed, cst.Attribute)
+                and isinstance(hashed.value, cst.Name)
+                and hashed.value.value == receiver
+                and hashed.attr.value in arrays
+            ):
+                self.report(
+                    hashed,
+                    f"__hash__ hashes '{receiver}.{hashed.attr.value}', a JAX array: arrays are unhashable, so hashing "
+                    f"an instance (as jit does with a static argument) raises TypeError; hash static fields only",
+                )
+
     def _unhashable(self, value: cst.BaseExpression) -> str:
         ctx = self.ctx
         if isinstance(value, (cst.List, cst.ListComp)):
@@ -941,6 +1074,226 @@ class UnhashableStaticArg(Rule):
                 return facts.function_for(args[0], owner) if args else None
             return owner.defs.get(func.value)
         return None
+
+
+def _hashed_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """What `hash(...)` calls in `function` hash: their argument, or the items of a literal
+    tuple/list argument."""
+    found: list[cst.BaseExpression] = []
+
+    class _Collect(Visitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            if isinstance(call.func, cst.Name) and call.func.value == "hash" and len(call.args) == 1:
+                value = call.args[0].value
+                if isinstance(value, (cst.Tuple, cst.List)):
+                    found.extend(e.value for e in value.elements)
+                else:
+                    found.append(value)
+
+    walk(function, _Collect())
+    return found
+
+
+_ARRAY_ANNOTATIONS = frozenset({"jax.Array", "jax.numpy.ndarray"})
+
+
+def _array_attributes(facts, class_scope) -> set[str]:
+    """Fields of a module-local class that hold a JAX array: annotated `jax.Array` in the class
+    body (a dataclass field), or set in `__init__` from a parameter so annotated or from a
+    `jax.numpy` call."""
+    found: set[str] = set()
+    body = class_scope.node.body
+    for statement in body.body if isinstance(body, cst.IndentedBlock) else ():
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    if facts.qualname(small.annotation.annotation, class_scope) in _ARRAY_ANNOTATIONS:
+                        found.add(small.target.value)
+    init = class_scope.defs.get("__init__")
+    if init is None or not init.params or isinstance(init.node, cst.Lambda):
+        return found
+    params = init.node.params
+    array_params = {
+        p.name.value
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        if p.annotation is not None and facts.qualname(p.annotation.annotation, class_scope) in _ARRAY_ANNOTATIONS
+    }
+    receiver = init.params[0]
+
+    class _Collect(Visitor):
+        def visit_Assign(self, assign: cst.Assign) -> None:
+            value = assign.value
+            is_array = (isinstance(value, cst.Name) and value.value in array_params) or (
+                isinstance(value, cst.Call)
+                and (facts.qualname(value.func, init.scope) or "").startswith(kinds.JAX_ARRAY_MODULES)
+                and facts.qualname(value.func, init.scope) not in kinds.NOT_ARRAYS
+            )
+            for target in assign.targets:
+                t = target.target
+                if is_array and isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == receiver:
+                    found.add(t.attr.value)
+
+    walk(init.node, _Collect())
+    return found
+
+
+# JG111 -----------------------------------------------------------------------------------
+
+# Transformations that trace every argument of a method they decorate, `self` included.
+_TRACING_SELF = frozenset({"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit"})
+
+
+@register
+class TracedSelfMethod(Rule):
+    code = "JG111"
+    name = "jit-method-traced-self"
+    message = "@jax.jit on a method traces `self`, an instance of a class that is not a pytree: TypeError at the call"
+    fix_kind = "none"
+    what = """
+        Flags `@jax.jit` (or `pmap`, `pjit`) directly on a method whose `self` is not declared
+        static, in a class of this module that is not a pytree: no base class (or only other
+        such classes), no decorator that could register it, no `tree_flatten` method, and not
+        passed to a `register...` call.
+    """
+    why = """
+        jit treats every argument, `self` included, as a pytree of arrays to trace. An ordinary
+        object is neither, so the first call raises `TypeError: Error interpreting argument to
+        <function C.calc> as an abstract array`. The Sharp Bits' FAQ ("How to use jit with
+        methods?") lists the ways out: jit a function that takes the arrays as arguments, or
+        register the class as a pytree. Marking `self` static (`static_argnums=0`) also works,
+        but only for instances that are hashable and never mutated (see JG102 and JG110).
+    """
+    example = """
+        import jax
+        import jax.numpy as jnp
+
+        class Scaler:
+            def __init__(self, factor):
+                self.factor = factor
+
+            @jax.jit
+            def apply(self, x):
+                return x * self.factor
+
+        Scaler(jnp.float32(2.0)).apply(jnp.ones(3))
+    """
+    use_instead = """
+        import jax
+        import jax.numpy as jnp
+
+        @jax.tree_util.register_pytree_node_class
+        class Scaler:
+            def __init__(self, factor):
+                self.factor = factor
+
+            def tree_flatten(self):
+                return (self.factor,), None
+
+            @classmethod
+            def tree_unflatten(cls, aux, children):
+                return cls(*children)
+
+            @jax.jit
+            def apply(self, x):
+                return x * self.factor
+
+        Scaler(jnp.float32(2.0)).apply(jnp.ones(3))
+    """
+    invalid = (
+        "import jax\nclass Model:\n    def __init__(self, w):\n        self.w = w\n    @jax.jit\n    def predict(self, x):\n"
+        "        return x @ self.w\n",
+        "import jax\nfrom functools import partial\nclass Base:\n    pass\nclass Model(Base):\n"
+        "    @partial(jax.jit, static_argnames=('n',))\n    def run(self, x, n):\n        return x * n\n",
+        "import dataclasses\nimport jax\n@dataclasses.dataclass\nclass Model:\n    w: float\n    @jax.jit\n"
+        "    def predict(self, x):\n        return x * self.w\n",
+    )
+    valid = (
+        "import jax\nfrom functools import partial\nclass Model:\n    def __init__(self, w):\n        self.w = w\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def predict(self, x):\n        return x * self.w\n",
+        "import jax\nfrom functools import partial\nclass Model:\n    @partial(jax.jit, static_argnames=('self',))\n"
+        "    def predict(self, x):\n        return x\n",
+        "import jax\nimport equinox as eqx\nclass Model(eqx.Module):\n    w: jax.Array\n    @jax.jit\n"
+        "    def predict(self, x):\n        return x * self.w\n",
+        "import jax\nfrom flax import struct\n@struct.dataclass\nclass State:\n    w: float\n    @jax.jit\n"
+        "    def step(self, x):\n        return x * self.w\n",
+        "import jax\nfrom typing import NamedTuple\nclass State(NamedTuple):\n    w: float\n    @jax.jit\n"
+        "    def step(self, x):\n        return x * self.w\n",
+        "import jax\nclass State:\n    @jax.jit\n    def step(self, x):\n        return x\n"
+        "jax.tree_util.register_pytree_node(State, lambda s: ((), None), lambda a, c: State())\n",
+        "import jax\nclass Tools:\n    @staticmethod\n    @jax.jit\n    def double(x):\n        return x * 2\n",
+        "import jax\nclass Tools:\n    def tree_flatten(self):\n        return (), None\n    @jax.jit\n    def go(self, x):\n        return x\n",
+    )
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        facts = self.ctx.facts
+        info = facts.functions.get(node)
+        if info is None or not info.class_name or not info.params or info.params[0] in info.static_params:
+            return
+        decorators = [facts.qualname(d.decorator, info.parent) or dotted_name(d.decorator) for d in node.decorators]
+        if any(name in ("staticmethod", "classmethod", "builtins.staticmethod", "builtins.classmethod") for name in decorators):
+            return
+        for decorator in node.decorators:
+            found = facts.transform_of(decorator.decorator, info.parent)
+            if found is None or found[0] not in _TRACING_SELF:
+                continue
+            if _plain_class(facts, info.parent, set()):
+                self.report(
+                    decorator,
+                    f"@{found[0].rsplit('.', 1)[-1]} on method '{info.name}' traces `{info.params[0]}`, an instance of "
+                    f"'{info.class_name}', which is not a pytree: the call raises TypeError; jit a function of the "
+                    f"arrays, register '{info.class_name}' as a pytree, or mark `{info.params[0]}` static "
+                    f"(static_argnums=0) if instances are hashable and never mutated",
+                )
+            return
+
+
+def _plain_class(facts, class_scope, seen: set) -> bool:
+    """A module-local class that is certainly not a pytree (nor a subclass of one)."""
+    node = class_scope.node
+    if node in seen:
+        return False
+    seen.add(node)
+    name = node.name.value
+    if not all(_is_plain_dataclass(facts, d.decorator, class_scope.parent) for d in node.decorators):
+        return False  # `@register_pytree_node_class`, `@struct.dataclass`, ...
+    if "tree_flatten" in class_scope.defs or "tree_unflatten" in class_scope.defs:
+        return False
+    for base in node.bases:
+        if base.keyword is not None:
+            return False  # a metaclass may register it
+        base_name = facts.qualname(base.value, class_scope.parent)
+        if base_name in ("builtins.object", "abc.ABC"):
+            continue
+        if isinstance(base.value, cst.Name):
+            owner = class_scope.parent.lookup(base.value.value)
+            base_node = owner.classes.get(base.value.value) if owner is not None else None
+            base_scope = facts.scopes.get(base_node) if base_node is not None else None
+            if base_scope is not None and _plain_class(facts, base_scope, seen):
+                continue
+        return False
+    return not _registered(facts, name)
+
+
+def _is_plain_dataclass(facts, decorator: cst.BaseExpression, scope) -> bool:
+    target = decorator.func if isinstance(decorator, cst.Call) else decorator
+    return facts.qualname(target, scope) == "dataclasses.dataclass"
+
+
+def _registered(facts, class_name: str) -> bool:
+    """The class is handed to a call such as `jax.tree_util.register_pytree_node(C, ...)`."""
+    registered = facts.derived.get("registered-classes")
+    if registered is None:
+        registered = facts.derived["registered-classes"] = set()
+
+        class _Collect(Visitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                func = call.func
+                tail = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+                if isinstance(tail, str) and "register" in tail.lower():
+                    registered.update(a.value.value for a in call.args if isinstance(a.value, cst.Name))
+
+        walk(facts.module, _Collect())
+    return class_name in registered  # type: ignore[operator]
 
 
 # JG701 -----------------------------------------------------------------------------------
