@@ -98,12 +98,15 @@ class KeyFlow:
         self._walk(body, _State())
 
     def _random_key_names(self, calls) -> set[str]:
+        """Names used as keys here: given to `jax.random`, or to a function of this module
+        that consumes the parameter they bind."""
         names = set()
         for call in calls:
             if (self.facts.qualname(call.func, self.scope) or "").startswith("jax.random."):
                 arg = _key_argument(call)
                 if isinstance(arg, cst.Name):
                     names.add(arg.value)
+        names.update(_keys_for_callees(self.facts, calls, self.scope))
         return names
 
     # statements ------------------------------------------------------------------
@@ -373,6 +376,24 @@ def _receiving_param(callee, call: cst.Call, arg: cst.Arg) -> str | None:
     return positional_params[index] if index < len(positional_params) else None
 
 
+def _keys_for_callees(facts: ModuleFacts, calls, scope: Scope) -> set[str]:
+    """Names named like keys that are passed to a function of this module which consumes
+    the parameter receiving them (`noise(key, 2)` with `def noise(key, n): normal(key...)`)."""
+    names = set()
+    for call in calls:
+        candidates = [arg for arg in call.args if isinstance(arg.value, cst.Name) and KEY_PARAM.match(arg.value.value)]
+        if not candidates:
+            continue
+        callee = facts.function_for(call.func, scope)
+        if callee is None:
+            continue
+        for arg in candidates:
+            param = _receiving_param(callee, call, arg)
+            if param is not None and consumes_param(facts, callee, param):
+                names.add(arg.value.value)  # type: ignore[attr-defined]
+    return names
+
+
 def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
     """Does the module-local function `info` consume the key its caller passes as `param`?
     No when it never uses it, or first gives it a new value (`key = fold_in(key, step)`).
@@ -448,7 +469,9 @@ def key_flow(facts: ModuleFacts, source: str) -> list[Finding]:
         if "random" in source:
             findings += KeyFlow(facts, facts.module_scope, facts.module.body).findings
             for info in facts.functions.values():
-                if isinstance(info.node, cst.Lambda) or info.abstract_only or not _calls_jax_random(facts, info):
+                if isinstance(info.node, cst.Lambda) or info.abstract_only:
+                    continue
+                if not (_calls_jax_random(facts, info) or _keys_for_callees(facts, info.calls, info.scope)):
                     continue
                 findings += KeyFlow(facts, info.scope, _block(info.node.body), _lax_loop_of(facts, info)).findings
         facts.derived["prng"] = findings
@@ -510,6 +533,11 @@ class KeyReuse(_KeyRule):
         "import jax\ndef init(key):\n    w = jax.random.normal(key, (3, 3))\n    b = jax.random.uniform(key, (3,))\n    return w, b\n",
         "import jax\ndef f(key, flag):\n    if flag:\n        a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return b\n",
         "import jax\ndef make(layer_a, layer_b):\n    rng = jax.random.PRNGKey(0)\n    return layer_a(rng), layer_b(rng)\n",
+        # a callee of this module that does draw from the key it is given
+        "import jax\ndef noise(key, n):\n    return jax.random.normal(key, (n,))\ndef f(key):\n    return noise(key, 2), noise(key, 3)\n",
+        # a key handed on in a tuple (a scan carry) or an `rngs` dict
+        "import jax\ndef f(model, x, step):\n    key = jax.random.key(0)\n    y = model.apply(x, rngs={'dropout': key})\n"
+        "    return jax.lax.scan(step, (x, key), None, length=3), y\n",
     )
     valid = (
         "from jax import random\nkey = random.PRNGKey(0)\nkey, subkey = random.split(key)\nx = random.normal(subkey, (1,))\nkey, subkey = random.split(key)\ny = random.normal(subkey, (1,))\n",
@@ -522,6 +550,19 @@ class KeyReuse(_KeyRule):
         "import jax\ndef sample(key, is_prng_key):\n    assert is_prng_key(key)\n    return jax.random.normal(key)\n",
         # `key` that is a dictionary or cache key
         "def lookup(cache, key):\n    if cache.get(key) is None:\n        cache.put(key, 1)\n    return cache.get(key)\n",
+        # abstract evaluations draw no numbers (and helpers named for them)
+        "import jax\ndef shapes(f, x):\n    rng = jax.random.PRNGKey(0)\n    params = jax.eval_shape(f.init, rng, x)\n"
+        "    fast = fast_eval_shape(f.init, rng, x)\n    jaxpr = jax.make_jaxpr(f.apply)(params, rng, x)\n"
+        "    info = jaxpr_info.make_model_info(f.apply)(params, rng, x)\n    return jax.jit(f.apply).lower(params, rng, x)\n",
+        # a callee of this module that ignores its key (a deterministic task)
+        "import jax\ndef score(genotypes, key):\n    return genotypes * 2\ndef test_score():\n"
+        "    key = jax.random.key(0)\n    a = score(1.0, key)\n    b = score(2.0, key)\n",
+        # an explicit copy: jax.random.clone, or a helper named for it
+        "import jax\ndef check(seq_fn, k):\n    s = seq_fn(k)\n    ref = jax.random.split(jax.random.clone(k), 3)\n"
+        "    ref2 = jax.random.split(test_utils.clone(k), 3)\n    return s, ref, ref2\n",
+        # a function given to eval_shape: its body never runs on real values
+        "import jax\ndef structure(fns):\n    def get_tree():\n        rng = jax.random.PRNGKey(42)\n"
+        "        params = fns.init(rng)\n        return fns.apply(params, rng)\n    return jax.eval_shape(get_tree)\n",
     )
 
     def describe(self, finding: Finding) -> str:
@@ -561,6 +602,9 @@ class KeyUsedAfterSplit(_KeyRule):
         "import jax\nkey = jax.random.key(0)\nkey, sub = jax.random.split(key)\nx = jax.random.normal(key, (2,))\n",
         "import jax\nkey = jax.random.key(0)\nkey, *subkeys = jax.random.split(key, 4)\nfor subkey in subkeys:\n    print(jax.random.normal(subkey, shape=(1,)))\n",
         "import jax\ndef f(key):\n    k = jax.random.fold_in(key, 1)\n    return jax.random.split(key)\n",
+        # the same split line written twice: the first results are rebound unused
+        "import jax\ndef output(rng_key):\n    policy_rng, value_rng = jax.random.split(rng_key, 2)\n"
+        "    policy_rng, value_rng = jax.random.split(rng_key, 2)\n    return policy_rng, value_rng\n",
     )
 
     def describe(self, finding: Finding) -> str:
@@ -605,6 +649,13 @@ class KeyReusedInLoop(_KeyRule):
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    x = jax.random.uniform(jax.random.fold_in(key, i))\n",
         "import jax\nkey = jax.random.key(0)\nfor k in jax.random.split(key, 3):\n    x = jax.random.uniform(k)\n",
         "import jax\nfrom jax import lax\ndef body(i, carry):\n    key, acc = carry\n    key, sub = jax.random.split(key)\n    return key, acc + jax.random.normal(sub)\nout = lax.fori_loop(0, 10, body, (jax.random.key(0), 0.0))\n",
+        # the callee re-derives a fresh key from the step it is given
+        "import jax\ndef train_step(state, batch, key):\n    key = jax.random.fold_in(key, state.step)\n"
+        "    return state.apply(batch, jax.random.split(key)[0])\ndef train(state, batches):\n    key = jax.random.key(0)\n"
+        "    for batch in batches:\n        state = train_step(state, batch, key)\n    return state\n",
+        # a benchmark loop that only lowers (traces and compiles): no number is drawn
+        "import jax\ndef bench(init, x, state):\n    k = jax.random.PRNGKey(42)\n    while state:\n"
+        "        jax.jit(init).lower(k, x).compile()\n",
     )
 
     def describe(self, finding: Finding) -> str:
@@ -641,29 +692,39 @@ class ConstantSeedInLoop(Rule):
         "import jax\nfor i in range(3):\n    key = jax.random.key(42)\n",
         "import jax\n@jax.jit\ndef f(x):\n    return x + jax.random.normal(jax.random.PRNGKey(0), x.shape)\n",
         "from jax import random\ndef sample(n):\n    out = []\n    while len(out) < n:\n        out.append(random.uniform(random.PRNGKey(1)))\n    return out\n",
+        # a seed in the iterable of an inner loop is evaluated on every pass of the outer one
+        "import jax\nfor epoch in range(3):\n    for k in jax.random.split(jax.random.PRNGKey(0), 4):\n        x = jax.random.normal(k)\n",
+        "import jax\n@jax.jit\ndef f(params, x):\n    return model.apply(params, x, rngs={'dropout': jax.random.key(0)}, train=True)\n",
     )
     valid = (
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    key, sub = jax.random.split(key)\n",
         "import jax\nfor seed in range(3):\n    key = jax.random.key(seed)\n",
         "import jax\ndef make(seed):\n    return jax.random.PRNGKey(seed)\n",
+        # the `for` statement's iterable is evaluated once
+        "import jax\nfor rng in jax.random.split(jax.random.PRNGKey(42), 5):\n    x = jax.random.normal(rng)\n",
+        # a function only eval_shape traces: the key never draws numbers
+        "import jax\ndef shapes(model, graph):\n    def init(g):\n        key = jax.random.PRNGKey(0)\n"
+        "        return model.init(key, g)\n    return jax.eval_shape(init, graph)\n",
+        # dropout off: the key passed for it is never used
+        "import jax\n@jax.jit\ndef infer(params, x):\n    return model.apply(params, x, rngs={'dropout': jax.random.key(0)}, train=False)\n",
     )
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.loop_scopes: list[Scope] = []  # the scope each enclosing loop runs in
-        self.evaluated_once: set[cst.Call] = set()  # key makers in a `for` statement's iterable
+        self.loop_scopes: list[tuple[cst.CSTNode, Scope]] = []  # enclosing loops and the scope each runs in
+        self.iterable_of: dict[cst.Call, cst.For] = {}  # key makers in a `for` statement's iterable
         self.unused: set[cst.Call] = set()  # key makers passed where nothing is drawn from them
 
     def visit_For(self, node: cst.For) -> None:
         # `for k in split(PRNGKey(0), 5):` the iterable is evaluated once, before the loop
-        self.evaluated_once.update(_calls_in(node.iter))
-        self.loop_scopes.append(self.ctx.scope)
+        self.iterable_of.update((call, node) for call in _calls_in(node.iter))
+        self.loop_scopes.append((node, self.ctx.scope))
 
     def leave_For(self, original_node: cst.For) -> None:
         self.loop_scopes.pop()
 
     def visit_While(self, node: cst.While) -> None:
-        self.loop_scopes.append(self.ctx.scope)
+        self.loop_scopes.append((node, self.ctx.scope))
 
     def leave_While(self, original_node: cst.While) -> None:
         self.loop_scopes.pop()
@@ -681,7 +742,8 @@ class ConstantSeedInLoop(Rule):
         if self.ctx.facts.runs_abstractly(self.ctx.scope):
             return  # eval_shape / make_jaxpr: the key is never used to draw numbers
         # a def inside a loop body runs once per call, not once per iteration
-        in_loop = node not in self.evaluated_once and any(scope is self.ctx.scope for scope in self.loop_scopes)
+        before = self.iterable_of.get(node)
+        in_loop = any(scope is self.ctx.scope and loop is not before for loop, scope in self.loop_scopes)
         where = "loop" if in_loop else ("traced function" if self.ctx.in_traced else None)
         if where is not None:
             self.report(node, self.message.format(call=name, where=where))

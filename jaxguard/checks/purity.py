@@ -8,7 +8,7 @@ from jaxguard.lint import kinds
 from jaxguard.lint.engine import AddImport, ReplaceNode
 from jaxguard.lint.facts import FunctionInfo, ModuleFacts, dotted_name, literal_str, node_name, target_name_nodes
 from jaxguard.lint.registry import Rule, register
-from jaxguard.lint.traced import TracedFlow
+from jaxguard.lint.traced import CONCRETE_ATTRS, CONCRETE_CALLS, TracedFlow
 from jaxguard.lint.walk import Visitor, walk
 
 
@@ -82,7 +82,7 @@ class PrintInTraced(Rule):
         "    print(f'compiling for n={n}, shape {x.shape}')\n    return x * n\n",
         # a helper that prints shapes and a count computed from them (jax-md's fold warning)
         "import jax\ndef fold(grid, factors: tuple[int, ...], batch: int = 8):\n    size = grid.shape[0] // batch\n"
-        "    if size < 2:\n        print(f'grid may be too small: {factors}, {grid.shape}, {size}')\n    return grid\n"
+        "    if size < 2:\n        print(f'grid may be too small: {factors}, '\n              f'{grid.shape}, {size}')\n    return grid\n"
         "@jax.jit\ndef f(grid):\n    return fold(grid, (2, 2))\n",
     )
 
@@ -91,20 +91,9 @@ class PrintInTraced(Rule):
             return
         if self.ctx.facts.runs_abstractly(self.ctx.scope):
             return  # eval_shape / make_jaxpr trace anew on every call: nothing is cached
-        if self._static_information(node):
-            return
+        if static_information(self.ctx, [arg.value for arg in node.args]):
+            return  # shapes, dtypes, static arguments: what is being compiled, on purpose
         self.report(node, fix=self._fix(node))
-
-    def _static_information(self, call: cst.Call) -> bool:
-        """Prints static values (shapes, dtypes, static arguments) and no traced one: what is
-        being compiled, on purpose. A message alone (`print("step")`) is a side effect that
-        the author expects on every call, the Sharp Bits' example: still flagged."""
-        flow = self.ctx.facts.derived.get("print-flow")
-        if flow is None:
-            flow = self.ctx.facts.derived["print-flow"] = _print_flow(self.ctx)
-        shown = [part for arg in call.args for part in _printed(arg.value)]
-        values = [part for part in shown if not isinstance(part, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float, cst.FormattedString))]
-        return bool(values) and not any(flow.origins(part, self.ctx) for part in values)  # type: ignore[attr-defined]
 
     def _fix(self, node: cst.Call):
         ctx = self.ctx
@@ -158,11 +147,49 @@ class PrintInTraced(Rule):
 _STATIC_ANNOTATIONS = frozenset({"builtins.int", "builtins.bool", "builtins.str", "builtins.tuple", "typing.Tuple"})
 
 
+def static_information(ctx, expressions: list[cst.BaseExpression]) -> bool:
+    """The expressions show static values (`x.shape`, `x.dtype`, `jax.typeof(x)`, a tree
+    structure, static arguments, f-strings of those) and no traced one. Literals alone do not
+    count: `print("step")` or `count += 1` is a side effect expected on every call (the Sharp
+    Bits' example), not a look at what is being traced."""
+    flow = ctx.facts.derived.get("static-information-flow")
+    if flow is None:
+        flow = ctx.facts.derived["static-information-flow"] = _helpers_traced_flow(ctx)
+    shown = [part for expression in expressions for part in _printed(expression)]
+    values = [part for part in shown if not isinstance(part, (cst.SimpleString, cst.Integer, cst.Float))]
+    return bool(values) and not any(
+        flow.origins(part, ctx) or _may_hold_array(ctx, part) for part in values  # type: ignore[attr-defined]
+    )
+
+
+def _may_hold_array(ctx, node: cst.BaseExpression) -> bool:
+    """An array made in the trace (`jnp.zeros(3)`, a name holding one) is a tracer too, though
+    it derives from no argument. `x.shape`, `jax.typeof(x)` and the like are not."""
+    if isinstance(node, cst.Name):
+        return ctx.kind_of(node) == kinds.JAX
+    if isinstance(node, cst.Attribute):
+        return node.attr.value not in CONCRETE_ATTRS and _may_hold_array(ctx, node.value)
+    if isinstance(node, cst.Call):
+        name = ctx.qualname(node.func) or ""
+        if name in CONCRETE_CALLS:
+            return False
+        if ctx.kind_of(node) == kinds.JAX:
+            return True
+        return any(_may_hold_array(ctx, arg.value) for arg in node.args)
+    children = [c for c in node.children if isinstance(c, cst.BaseExpression)]
+    children += [e.value for e in getattr(node, "elements", ()) if hasattr(e, "value")]
+    if isinstance(node, cst.Subscript):
+        children = [node.value]
+    return any(_may_hold_array(ctx, child) for child in children)
+
+
 def _printed(value: cst.BaseExpression) -> list[cst.BaseExpression]:
     """What a print argument shows: the fields of an f-string or of `"...".format(...)`, the
     argument of `str()`/`repr()` (a string made from a tracer shows the tracer)."""
     if isinstance(value, cst.FormattedString):
         return [p for part in value.parts if isinstance(part, cst.FormattedStringExpression) for p in _printed(part.expression)]
+    if isinstance(value, cst.ConcatenatedString):  # f"..." f"..." over several lines
+        return _printed(value.left) + _printed(value.right)
     if isinstance(value, cst.Call) and value.args:
         func = value.func
         if (isinstance(func, cst.Attribute) and func.attr.value == "format") or (
@@ -172,8 +199,8 @@ def _printed(value: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [value]
 
 
-def _print_flow(ctx) -> TracedFlow:
-    """The traced-ness flow JG101 asks: like JG106-JG108's, except that a helper's parameters
+def _helpers_traced_flow(ctx) -> TracedFlow:
+    """The traced-ness flow `static_information` asks: like JG106-JG108's, except that a helper's parameters
     (and those of a transformation whose static arguments cannot be read) may carry tracers,
     unless a default or a Python-type annotation says they are configuration."""
     facts: ModuleFacts = ctx.facts
@@ -285,12 +312,17 @@ class TracedReadsMutableGlobal(Rule):
         module-level code builds and converts before the function's `def` (`T = np.zeros(8)`,
         `T[3] = 1`, `T = jnp.asarray(T)`) has its final value whenever the function is traced,
         and is not flagged; nor are functions that only `jax.eval_shape` or `jax.make_jaxpr`
-        trace (they cache nothing).
+        trace (they cache nothing). Also flags `self.attr` read in a method jitted with `self`
+        static when `attr` is reassigned after construction and the class has no `__hash__`.
     """
     why = """
         JAX captures the value a global has when the function is traced. Later calls with the
         same shapes reuse the compiled program and silently keep the old value; a call with a
         new shape retraces and picks up the new one. Results then depend on call history.
+        The same holds for the attributes of a static `self` (`@partial(jax.jit,
+        static_argnums=0)` on a method, the Sharp Bits' "jit with methods"): the cache key is
+        the object's hash, by identity unless the class defines `__hash__`, so reassigning an
+        attribute after construction (in another method, or `obj.attr = ...`) is not seen.
     """
     example = """
         import jax
@@ -317,6 +349,14 @@ class TracedReadsMutableGlobal(Rule):
         # rebound at module level after the def (a schedule changed between calls)
         "import jax\nimport jax.numpy as jnp\nTABLE = jnp.zeros(3)\n@jax.jit\ndef f(i):\n    return TABLE[i]\n"
         "for step in range(3):\n    TABLE = TABLE + 1\n    f(0)\n",
+        # the Sharp Bits' "jit with methods": `self` static (hashed by identity), then mutated
+        "import jax\nimport jax.numpy as jnp\nfrom functools import partial\nclass CustomClass:\n"
+        "    def __init__(self, x, mul):\n        self.x = x\n        self.mul = mul\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def calc(self, y):\n        if self.mul:\n            return self.x * y\n"
+        "        return y\nc = CustomClass(2, True)\nprint(c.calc(3))\nc.mul = False\nprint(c.calc(3))\n",
+        "import jax\nfrom functools import partial\nclass Counter:\n    def __init__(self, n):\n        self.n = n\n"
+        "    def bump(self):\n        self.n += 1\n    @partial(jax.jit, static_argnames=('self',))\n"
+        "    def scaled(self, x):\n        return x * self.n\n",
     )
     valid = (
         "import jax\nSCALE = 2.0\n@jax.jit\ndef f(x):\n    return x * SCALE\n",
@@ -330,6 +370,14 @@ class TracedReadsMutableGlobal(Rule):
         "import jax\nimport numpy as np\nimport jax.numpy as jnp\nEMPTY = -1\nTABLE = np.zeros(8, dtype=np.int32)\n"
         "for i in range(8):\n    TABLE[i] = i * 2\nTABLE = jnp.asarray(TABLE)\nEMPTY = jnp.int32(EMPTY)\n"
         "@jax.jit\ndef f(i):\n    return jnp.where(TABLE[i] > 0, TABLE[i], EMPTY)\n",
+        # a static `self` whose attributes are set only while it is built
+        "import jax\nfrom functools import partial\nclass Problem:\n    def __init__(self, n):\n        self.n = n\n"
+        "        self.scale = 2.0\n    @partial(jax.jit, static_argnames=('self',))\n    def eval(self, x):\n"
+        "        return x * self.n * self.scale\n",
+        # a class that hashes its fields: a changed field changes the cache key
+        "import jax\nfrom functools import partial\nclass Config:\n    def __init__(self, n):\n        self.n = n\n"
+        "    def __hash__(self):\n        return hash(self.n)\n    def __eq__(self, other):\n        return self.n == other.n\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def run(self, x):\n        return x * self.n\nc = Config(2)\nc.n = 3\n",
         # make_jaxpr traces on every call: nothing is cached, nothing goes stale
         "import jax\nscale = 1.0\ndef f(x):\n    return x * scale\nprint(jax.make_jaxpr(f)(1.0))\nscale = 2.0\n"
         "print(jax.make_jaxpr(f)(1.0))\n",
@@ -487,12 +535,25 @@ class TracedWritesOuterState(Rule):
     invalid = (
         "import jax\ng = 0.\ndef impure_saves_global(x):\n    global g\n    g = x\n    return x\nprint(jax.jit(impure_saves_global)(4.))\n",
         "import jax\nclass Model:\n    @jax.jit\n    def step(self, x):\n        self.last = x\n        return x\n",
+        # static metadata of a returned argument: changed at trace time only (cached calls skip it)
+        "import jax\n@jax.jit\ndef rename(obj):\n    obj.name += '_x'\n    return obj\n",
         "import jax\ndef outer():\n    total = 0\n    @jax.jit\n    def f(x):\n        nonlocal total\n        total += x\n        return x\n    return f\n",
+        # counting calls: runs once per trace, not once per call
+        "import jax\ncalls = 0\n@jax.jit\ndef f(x):\n    global calls\n    calls += 1\n    return x\n",
     )
     valid = (
         "import jax\n@jax.jit\ndef f(x):\n    class Box:\n        pass\n    b = Box()\n    b.value = x\n    return b.value\n",
         "import jax\ncounter = 0\ndef log():\n    global counter\n    counter += 1\n",
         "import jax\n@jax.jit\ndef f(x):\n    global CONSTANT\n    return x * CONSTANT\n",
+        # a helper that changes the state it is given and hands it back (lax.cond rebuilds `s`)
+        "import jax\nclass Env:\n    def step(self, state, ok, i):\n"
+        "        return jax.lax.cond(ok, lambda s: self._pack(s, i), lambda s: s, state)\n"
+        "    def _pack(self, state, i):\n        state.placed = state.placed.at[i].set(True)\n        return state\n"
+        "step = jax.jit(Env().step)\n",
+        # a static fact (a tree structure) recorded from inside the trace: no tracer leaks
+        "import jax\ndef solve(f, xs):\n    structure = None\n    def leaf(x):\n        nonlocal structure\n"
+        "        out = f(x)\n        structure = jax.tree_util.tree_structure(out)\n        return out\n"
+        "    return jax.jit(lambda v: jax.tree_util.tree_map(leaf, v))(xs), structure\n",
         # haiku's abstract_to_dot: a result written out of an abstract evaluation
         "import jax\ndef to_text(fun, *args):\n    out = ''\n    def extract(*inner):\n        nonlocal out\n"
         "        out = str(fun(*inner))\n    jax.eval_shape(extract, *args)\n    return out\n",
@@ -500,16 +561,16 @@ class TracedWritesOuterState(Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            self._check_target(target.target)
+            self._check_target(target.target, node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._check_target(node.target)
+        self._check_target(node.target, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
-            self._check_target(node.target)
+            self._check_target(node.target, node.value)
 
-    def _check_target(self, target: cst.BaseExpression) -> None:
+    def _check_target(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         ctx = self.ctx
         if not ctx.in_traced or ctx.facts.runs_abstractly(ctx.scope):
             return  # a `nonlocal` result written out of eval_shape / make_jaxpr: the intended idiom
@@ -517,21 +578,36 @@ class TracedWritesOuterState(Rule):
         for name_node in target_name_nodes(target):
             name = name_node.value
             if name in scope.declared_global or name in scope.declared_nonlocal:
+                if static_information(ctx, [value]):
+                    continue  # `nonlocal inner; inner = tree_structure(out)`: a static fact recorded, no tracer
                 self.report(name_node, self.message.format(target=name))
         if isinstance(target, cst.Attribute):
             root = _root_name(target)
-            if root is not None and not _created_locally(ctx, root):
-                self.report(target, self.message.format(target=ctx.code(target)))
+            if root is None or _created_locally(ctx, root):
+                return
+            # a returned argument's data may change; a string (static metadata) changes only while tracing
+            if _handed_back(ctx, root) and not isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+                return
+            self.report(target, self.message.format(target=ctx.code(target)))
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 if isinstance(element.value, cst.Attribute):
-                    self._check_target(element.value)
+                    self._check_target(element.value, value)
 
 
 def _root_name(node: cst.BaseExpression) -> str | None:
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value
     return node.value if isinstance(node, cst.Name) else None
+
+
+def _handed_back(ctx, name: str) -> bool:
+    """`state.x = v; return state`: a parameter changed and returned by the function that
+    changes it (the functional idiom; JAX rebuilds transformed functions' arguments)."""
+    function = ctx.function
+    return function is not None and ctx.scope.lookup(name) is function.scope and name in function.params and (
+        name in _returned_names(function)
+    )
 
 
 def _created_locally(ctx, name: str) -> bool:
@@ -621,6 +697,12 @@ class TracedMutatesOuterContainer(Rule):
         "        return buffer_state, new\n    return step\n",
         # the jitted function's own dict argument, updated and returned
         "import jax\n@jax.jit\ndef update(params, grads):\n    params['online'] = params['online'] - grads\n    return params\n",
+        # a module's function named like a list method
+        "import jax\nimport numpy as onp\n@jax.jit\ndef f(x):\n    onp.append([1.0], 2.0)\n    return x\n",
+        # a while_loop body's carry, changed through an alias and returned (lineax's lsmr)
+        "import jax\ndef body(loop_state):\n    st = loop_state\n    st['k'] = st['k'] + 1\n"
+        "    loop_state['done'] = st['k'] > 3\n    return st\n"
+        "out = jax.lax.while_loop(lambda s: ~s['done'], body, {'k': 0, 'done': False})\n",
         # a lax body's carry dict: rebuilt for every trace and returned
         "import jax\ndef body(i, carry):\n    carry['x'] = carry['x'] + i\n    return carry\n"
         "out = jax.lax.fori_loop(0, 3, body, {'x': 0.0})\n",
@@ -684,14 +766,14 @@ class TracedMutatesOuterContainer(Rule):
         if ctx.facts.runs_abstractly(ctx.scope):
             return  # filling a closure's dict from inside eval_shape is the intended idiom
         owner = ctx.scope.lookup(name.value)
-        if owner is None:
-            return
+        if owner is None or name.value in owner.imports:
+            return  # `jnp.append(x, 1)`: a module's function, not a container's method
         function = ctx.function
         if owner is ctx.scope and (name.value not in owner.params or name.value in owner.values):
             return  # created here, or a parameter rebound here (`site = site.copy()`)
         if owner.function is not None and name.value in owner.params:
-            if _fresh_argument(owner.function, name.value):
-                return
+            if _kwargs(owner.function, name.value) or name.value in _returned_names(owner.function):
+                return  # a new dict each call; or changed and handed back to the caller
         if owner.function is not None and owner.function.traced and owner.function is not function:
             # a container made by an enclosing traced function: still inside the same trace
             if name.value not in owner.params:
@@ -699,25 +781,29 @@ class TracedMutatesOuterContainer(Rule):
         self.report(node, self.message.format(name=name.value))
 
 
-def _fresh_argument(function: FunctionInfo, param: str) -> bool:
-    """A container made anew for each call or trace: `**kwargs`; or an argument of a function
-    JAX transforms (rebuilt from its leaves for every trace) that the function returns, so
-    the change reaches the caller through the result (`params["w"] = w; return params`)."""
+def _kwargs(function: FunctionInfo, param: str) -> bool:
+    """`**kwargs`: a dict made anew for every call."""
     node = function.node
-    if isinstance(node, cst.FunctionDef) and node.params.star_kwarg is not None and node.params.star_kwarg.name.value == param:
-        return True
-    return function.params_traced and param in _returned_names(function)
+    return isinstance(node, cst.FunctionDef) and node.params.star_kwarg is not None and node.params.star_kwarg.name.value == param
 
 
 def _returned_names(function: FunctionInfo) -> set[str]:
-    """Names a function returns, alone or in a returned tuple or list."""
-    names: set[str] = set()
+    """Names a function returns, alone or in a returned tuple or list, and the names they
+    alias (`st = loop_state ... return st`)."""
+    returned: set[str] = set()
+    aliases: dict[str, set[str]] = {}
 
     class _Collect(Visitor):
         def visit_Return(self, node: cst.Return) -> None:
             value = node.value
             items = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
-            names.update(item.value for item in items if isinstance(item, cst.Name))
+            returned.update(item.value for item in items if isinstance(item, cst.Name))
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if isinstance(node.value, cst.Name):
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        aliases.setdefault(target.target.value, set()).add(node.value.value)
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return node is function.node
@@ -725,8 +811,16 @@ def _returned_names(function: FunctionInfo) -> set[str]:
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return False
 
+    if isinstance(function.node, cst.Lambda):
+        return set()
     walk(function.node, _Collect())
-    return names
+    pending = list(returned)
+    while pending:
+        for original in aliases.get(pending.pop(), ()):
+            if original not in returned:
+                returned.add(original)
+                pending.append(original)
+    return returned
 
 
 def _string_index(target: cst.Subscript) -> bool:

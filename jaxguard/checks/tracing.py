@@ -593,9 +593,7 @@ class JitInLoop(Rule):
         method of an object the loop rebinds, and a jitted function defined in the loop (each a
         new function object every iteration: a retrace and recompile); and `jax.jit(f)(...)`
         of the same function every iteration (no retrace, but jit's slow dispatch path every
-        time). Outside loops: `jax.jit(<lambda | nested function | partial(...)>)(args)` called
-        straight away in a function, which compiles on every call of that function, except in
-        code that runs once (`main`, test functions and test modules).
+        time). The same outside loops, once per call of a function, is JG112 (opt-in).
     """
     why = """
         `jax.jit` caches compiled code per function object. A jit built around a lambda, a
@@ -605,10 +603,10 @@ class JitInLoop(Rule):
         in a loop finds `f`'s compiled code again (measured: one trace over five iterations),
         but re-wrapping and the slow dispatch path cost time on each iteration. Build the jitted
         function once, outside the loop (or at module level), and pass the changing values as
-        arguments. Not flagged: a sweep over constant configurations where the function uses
-        the loop variable (one compile per configuration is the point), `jit(..., inline=True)`
-        (inlined into the caller's trace), and `jit(partial(lax.scan, step))` with `step` made
-        in the same function (the scan would trace the new `step` on every call anyway).
+        arguments. Not flagged: a sweep over constant configurations (or any loop in a test)
+        where the function uses the loop variable (one compile per configuration is the point),
+        `jit(..., inline=True)` (inlined into the caller's trace), and `jit(partial(lax.scan,
+        step))` with `step` a closure (the scan would trace it on every call anyway).
     """
     example = """
         import jax
@@ -632,11 +630,9 @@ class JitInLoop(Rule):
         "        step = jax.jit(lambda p: p - batch)\n        params = step(params)\n    return params\n",
         "import jax\nfrom functools import partial\ndef loss(p, x):\n    return p * x\n"
         "def run(p, xs):\n    while xs:\n        p = jax.jit(loss)(p, xs.pop())\n    return p\n",
-        "import jax\ndef evaluate(model, x):\n    return jax.jit(lambda v: model(v) * 2)(x)\n",
         "import jax\ndef run(batches, x):\n    for batch in batches:\n        @jax.jit\n        def f(x):\n"
         "            return x * batch\n        x = f(x)\n    return x\n",
-        "import equinox as eqx\nfrom functools import partial\ndef apply(model, xs):\n"
-        "    return eqx.filter_jit(partial(model, key=None))(xs)\n",
+        "import jax\ndef run(f, xs):\n    for x in xs:\n        x = jax.jit(jax.vmap(f))(x)\n    return x\n",
         # a method of an object the loop rebinds: a new bound method every iteration
         "import jax\ndef fill(buffer, items):\n    for item in items:\n        buffer = jax.jit(buffer.insert)(item)\n"
         "    return buffer\n",
@@ -661,18 +657,22 @@ class JitInLoop(Rule):
         "    @jax.jit\n    def kernel(x):\n        return x.reshape(blocks, tile)\n    kernel(1.0)\n",
         # make_jaxpr traces on purpose
         "import jax\ndef show(f, x):\n    def g(v):\n        return f(v)\n    return jax.make_jaxpr(g)(x)\n",
-        # functions that run once
-        "import jax\ndef test_double():\n    assert jax.jit(lambda v: v * 2)(1.0) == 2.0\n",
-        "import jax\ndef main():\n    def rollout(x):\n        return x + 1\n    print(jax.jit(rollout)(1.0))\n",
-        # jit of a lax loop over a step made in this function: the scan would retrace it anyway
-        "import jax\nfrom functools import partial\ndef run(kernel, state, keys):\n    def one_step(s, k):\n"
-        "        return kernel(k, s), s\n    return jax.jit(partial(jax.lax.scan, one_step))(state, keys)\n",
+        # once per call of a function, not per iteration: JG112 (opt-in)
+        "import jax\ndef evaluate(model, x):\n    return jax.jit(lambda v: model(v) * 2)(x)\n",
         # inlined into the caller's trace
-        "import jax\ndef add(a, b):\n    return jax.jit(lambda x, y: x + y, inline=True)(a, b)\n",
+        "import jax\nfor i in range(3):\n    y = jax.jit(lambda x: x + 1, inline=True)(1.0)\n",
+        # a test looping over configurations: one compile per configuration is the point
+        "import jax\nimport jax.numpy as jnp\ndef test_dtypes(dtypes):\n    for dtype in dtypes:\n"
+        "        def ones():\n            return jnp.ones(3, dtype)\n        assert jax.jit(ones)().dtype == dtype\n",
+        # a sweep: the compiled function is built from something made from the loop variable
+        "import jax\ndef make(smooth):\n    return lambda x: x * 2 if smooth else x\ndef trajectory(step, n):\n    return step\n"
+        "for smooth in [True, False]:\n    step_fn = make(smooth)\n    rollout = jax.jit(trajectory(step_fn, 10))\n    rollout(1.0)\n",
         # a sweep: the object whose method is compiled is made from the loop variable
         "import jax\nfrom functools import partial\ndef make(axis):\n    return axis\nfor axis_name in [None, 'i']:\n"
         "    model = make(partial(print, axis=axis_name))\n    out = jax.pmap(model.init, axis_name='i')(1.0)\n",
     )
+
+    per_call = False  # JG112 reports the per-call case this class finds
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
@@ -735,6 +735,7 @@ class JitInLoop(Rule):
         if isinstance(node.func, cst.Call) and self._is_jit(node.func):
             built = node.func
             if keyword(built, "inline") is not None or self._traces_anyway(built):
+                self.reported.add(built)  # judged here: not again as a jit built in a loop
                 return
             if self.in_loop:
                 new_object = self._new_each_iteration(built)
@@ -745,16 +746,22 @@ class JitInLoop(Rule):
                         function=self._function_node(built),
                     )
                 else:
+                    static = any(a.keyword is not None and a.keyword.value.startswith("static_") for a in built.args)
+                    retrace = "no retrace unless its static arguments change" if static else "no retrace"
                     self._report(
                         built,
                         "jax.jit(f)(...) inside a loop wraps the same function again every iteration: jit's cache "
-                        "finds the compiled code (no retrace), but every call goes through jit's slow path",
+                        f"finds the compiled code ({retrace}), but every call goes through jit's slow path",
                         recompiles=False,
                     )
                 return
             fresh = self._fresh_function(built)
-            if fresh and ctx.function is not None and not _runs_once(ctx.function, ctx.path):
-                self._report(built, f"jax.jit of {fresh} called straight away: traces and compiles on every call of the enclosing function")
+            if fresh and ctx.function is not None and not _in_test_or_main(ctx.function, ctx.path):
+                self._report(
+                    built,
+                    f"jax.jit of {fresh} called straight away: traces and compiles on every call of the enclosing function",
+                    per_call=True,
+                )
             return
         if self._is_jit(node) and self.in_loop:
             new_object = self._new_each_iteration(node)
@@ -768,7 +775,7 @@ class JitInLoop(Rule):
     def _new_each_iteration(self, call: cst.Call) -> str:
         """Why the function `call` jits is a new object in every iteration of the loop, or ""."""
         fresh = self._fresh_function(call)
-        if fresh in ("a lambda", "a functools.partial"):
+        if fresh == "a lambda" or fresh.endswith("(...)") or fresh == "a functools.partial":
             return fresh
         if self._defined_in_loop(call):
             return fresh or "a function defined in the loop"
@@ -812,9 +819,10 @@ class JitInLoop(Rule):
         if info is not None:
             return info.node
         receiver = self._rebound_receiver(call)
-        if receiver:
-            return _assignment_in(self.loops[-1].body, receiver)
-        return None
+        value = _assignment_in(self.loops[-1].body, receiver) if receiver else None
+        if value is None or any(isinstance(n, cst.Name) and n.value == receiver for n in _subtree(value)):
+            return None  # `buffer = jax.jit(buffer.insert)(x)`: state carried across iterations
+        return value
 
     def _is_jit(self, call: cst.Call) -> bool:
         """A compiling transform applied to a function (not make_jaxpr, which traces on purpose)."""
@@ -831,8 +839,10 @@ class JitInLoop(Rule):
         target = args[0]
         if isinstance(target, cst.Lambda):
             return "a lambda"
-        if isinstance(target, cst.Call) and self.ctx.qualname(target.func) == "functools.partial":
-            return "a functools.partial"
+        if isinstance(target, cst.Call):
+            if self.ctx.qualname(target.func) == "functools.partial":
+                return "a functools.partial"
+            return f"{_short(self.ctx, target.func, 30)}(...)"  # `jax.vmap(f)`: a new function per call
         info = self.ctx.facts.function_for(target, self.ctx.scope)
         if info is not None and self.ctx.function is not None and info.parent is self.ctx.function.scope:
             return f"the nested function '{info.name}'"
@@ -845,7 +855,10 @@ class JitInLoop(Rule):
         info = self.ctx.facts.function_for(args[0], self.ctx.scope)
         return info is not None and info.node in self.loop_defs
 
-    def _report(self, node, what, recompiles: bool = True, function: cst.CSTNode | None = None) -> None:
+    def _report(self, node, what, recompiles: bool = True, function: cst.CSTNode | None = None, per_call: bool = False) -> None:
+        """Report a finding of this rule: JG109 reports the loop cases, JG112 the per-call one."""
+        if per_call != self.per_call:
+            return
         if node in self.reported or (self.in_loop and self._sweep(function)):
             return
         self.reported.add(node)
@@ -853,14 +866,17 @@ class JitInLoop(Rule):
         self.report(node, f"{what}: {effect}; build it once, outside, and pass the changing values as arguments")
 
     def _sweep(self, function: cst.CSTNode | None) -> bool:
-        """The innermost loop runs over Python constants (a configuration sweep or autotuning)
-        and the compiled function uses the loop variable: one compile per configuration is the
-        point."""
+        """The innermost loop runs over Python constants (a configuration sweep or autotuning),
+        or is in a test, and the compiled function uses the loop variable: one compile per
+        configuration is the point."""
         loop = self.loops[-1] if self.loops else None
-        if not isinstance(loop, cst.For) or function is None or not self._constant_iterable(loop.iter, 0):
+        if not isinstance(loop, cst.For) or function is None:
             return False
-        targets = {n.value for n in _subtree(loop.target) if isinstance(n, cst.Name)}
-        return any(isinstance(n, cst.Name) and n.value in targets for n in _subtree(function))
+        in_tests = self.ctx.function is not None and _in_test_or_main(self.ctx.function, self.ctx.path)
+        if not (in_tests or self._constant_iterable(loop.iter, 0)):
+            return False
+        varying = _loop_dependent_names(loop)
+        return any(isinstance(n, cst.Name) and n.value in varying for n in _subtree(function))
 
     def _constant_iterable(self, node: cst.BaseExpression, depth: int) -> bool:
         if depth > 4:
@@ -884,10 +900,72 @@ class JitInLoop(Rule):
         return False
 
 
+@register
+class JitPerCall(JitInLoop):
+    code = "JG112"
+    name = "jit-per-call"
+    message = "jax.jit of a new function called straight away: traces and compiles on every call of the enclosing function"
+    default_on = False
+    fix_kind = "suggest"
+    what = """
+        Flags `jax.jit(<lambda | nested function | partial(...) | transform(...)>)(args)` (or
+        `pmap`, `equinox.filter_jit`, `flax.nnx.jit`) called straight away in a function,
+        outside any loop, except in code that runs once (`main`, test functions and test
+        modules), `jit(..., inline=True)`, and `jit(partial(lax.scan, step))` with `step` a
+        closure. Opt-in: whether it matters depends on how often the function is called, which
+        the linter cannot see. Measured on real code it was worth fixing in 1 of 5 findings
+        (a `size()` method called every training step); the other 4 ran once (setup,
+        synchronization and evaluation utilities): an 80% false-alarm rate.
+    """
+    why = """
+        The function object is new on every call of the enclosing function, so jit's cache never
+        hits: every call traces and compiles again. In a function called once that costs one
+        compile (often less than running op by op); in a function called every step it costs a
+        compile per step. Build the jitted function once (at module level, in `__init__`, or
+        cached) and pass the changing values as arguments.
+    """
+    example = """
+        import jax
+
+        def evaluate(model, x):
+            return jax.jit(lambda v: model(v) * 2)(x)
+    """
+    use_instead = """
+        import jax
+
+        @jax.jit
+        def evaluate(params, x):
+            return params * x * 2
+    """
+    invalid = (
+        "import jax\ndef evaluate(model, x):\n    return jax.jit(lambda v: model(v) * 2)(x)\n",
+        "import equinox as eqx\nfrom functools import partial\ndef apply(model, xs):\n"
+        "    return eqx.filter_jit(partial(model, key=None))(xs)\n",
+        "import jax\nclass Buffer:\n    def size(self, state):\n        def psize(s):\n            return jax.lax.psum(s, 'x')\n"
+        "        return jax.pmap(psize, axis_name='x')(state)[0]\n",
+    )
+    valid = (
+        # functions that run once
+        "import jax\ndef test_double():\n    assert jax.jit(lambda v: v * 2)(1.0) == 2.0\n",
+        "import jax\ndef main():\n    def rollout(x):\n        return x + 1\n    print(jax.jit(rollout)(1.0))\n",
+        # jit of a lax loop over a closure: the scan would trace it on every call anyway
+        "import jax\nfrom functools import partial\ndef run(kernel, state, keys):\n    def one_step(s, k):\n"
+        "        return kernel(k, s), s\n    return jax.jit(partial(jax.lax.scan, one_step))(state, keys)\n",
+        # inlined into the caller's trace
+        "import jax\ndef add(a, b):\n    return jax.jit(lambda x, y: x + y, inline=True)(a, b)\n",
+        # a module-level function: jit's cache finds it again
+        "import jax\ndef double(x):\n    return x * 2\ndef run(x):\n    return jax.jit(double)(x)\n",
+        # in a loop: JG109
+        "import jax\ndef run(xs):\n    for x in xs:\n        y = jax.jit(lambda v: v + 1)(x)\n    return y\n",
+    )
+
+    per_call = True
+
+
 _LAX_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map"})
 
 
-def _runs_once(function: FunctionInfo, path: str) -> bool:
+def _in_test_or_main(function: FunctionInfo, path: str) -> bool:
     """Code that runs once, so compiling in it is not repeated: a program's `main`, a test
     function, or any function of a test module (pytest's naming: `test_*.py`, `*_test.py`)."""
     module = os.path.basename(path)
@@ -897,6 +975,31 @@ def _runs_once(function: FunctionInfo, path: str) -> bool:
         or module.startswith("test_")
         or module.endswith("_test.py")
     )
+
+
+def _loop_dependent_names(loop: cst.For) -> set[str]:
+    """The loop variables, and names the loop body assigns from them (`step_fn = make(smooth)`),
+    transitively; not state updated from itself (`total = total + x`)."""
+    varying = {n.value for n in _subtree(loop.target) if isinstance(n, cst.Name)}
+    assignments: list[tuple[set[str], set[str]]] = []
+
+    class _Collect(Visitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            targets = {n.value for t in node.targets for n in _subtree(t.target) if isinstance(n, cst.Name)}
+            assignments.append((targets, {n.value for n in _subtree(node.value) if isinstance(n, cst.Name)}))
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    walk(loop.body, _Collect())
+    changed = True
+    while changed:
+        changed = False
+        for targets, used in assignments:
+            if used & varying and not targets <= varying and not targets & used:
+                varying |= targets
+                changed = True
+    return varying
 
 
 def _assignment_in(block: cst.CSTNode, name: str) -> cst.CSTNode | None:

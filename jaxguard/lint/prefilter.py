@@ -50,7 +50,7 @@ def _trigger_pattern(traced_decorators: tuple[str, ...]) -> re.Pattern:
 
 # Rules that need one of BASE_TRIGGERS (or a configured traced decorator) in the text.
 JAX_ONLY = frozenset(
-    """JG101 JG102 JG103 JG104 JG105 JG106 JG107 JG108 JG109 JG110 JG111 JG201 JG301 JG303
+    """JG101 JG102 JG103 JG104 JG105 JG106 JG107 JG108 JG109 JG110 JG111 JG112 JG201 JG301 JG303
     JG401 JG501 JG502 JG601 JG602 JG603 JG604 JG701 JG802 JG803 JG804 JG901 JG902 JG903
     JG904 JG905 JG906""".split()
 )

@@ -1,0 +1,295 @@
+"""False-alarm patterns found by linting real JAX packages, and the recall gaps found at the
+same time (JG101-JG104, JG109-JG112, JG301, JG601-JG604): each pattern as a minimal snippet,
+next to the nearby code that must still be flagged, so that a test fails if either side
+breaks. The rule classes' own `valid`/`invalid` examples hold more of them."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+from helpers import ALL_RULES, clean, codes, fix, lint
+
+from jaxguard.lint.engine import lint_source
+
+PURITY_AND_KEYS = ("JG101", "JG102", "JG103", "JG104", "JG601", "JG602", "JG603", "JG604")
+
+
+def found(source: str, path: str = "example.py") -> list[str]:
+    return [d.code for d in lint_source(clean(source), path, ALL_RULES).diagnostics]
+
+
+# 1. abstract traces: eval_shape / make_jaxpr / .lower() run nothing --------------------------
+
+IMPURE_BODY = """
+import jax
+
+scale = 1.0
+seen = {{}}
+result = None
+
+def body(x):
+    global result
+    key = jax.random.PRNGKey(0)
+    a = jax.random.normal(key, x.shape)
+    b = jax.random.uniform(key, x.shape)
+    seen["a"] = a
+    result = a
+    return x * scale + a + b
+
+out = {transform}(body)(1.0)
+scale = 2.0
+"""
+
+
+def test_an_abstract_trace_is_not_a_run_for_any_rule():
+    abstract = [c for c in found(IMPURE_BODY.format(transform="jax.make_jaxpr")) if c in PURITY_AND_KEYS]
+    assert abstract == []
+    compiled = [c for c in found(IMPURE_BODY.format(transform="jax.jit")) if c in PURITY_AND_KEYS]
+    assert sorted(set(compiled)) == ["JG102", "JG103", "JG104", "JG601", "JG604"]
+
+
+def test_a_function_reached_from_a_real_trace_is_not_abstract():
+    source = """
+    import jax
+
+    def helper(x):
+        key = jax.random.PRNGKey(0)
+        return x + jax.random.normal(key)
+
+    shapes = jax.eval_shape(helper, 1.0)
+    step = jax.jit(lambda x: helper(x) * 2)
+    """
+    assert "JG604" in found(source)
+
+
+def test_lowering_and_abstract_helpers_consume_no_key():
+    source = """
+    import jax
+
+    def bench(init, apply, x):
+        k = jax.random.PRNGKey(42)
+        params = init(k, x)
+        compiled = jax.jit(apply).lower(params, k, x).compile()
+        text = hk.experimental.abstract_to_dot(apply)(params, k, x)
+        return compiled, text
+    """
+    assert "JG601" not in found(source)
+
+
+# 2. JG604: the `for` statement's iterable is evaluated once ------------------------------------
+
+
+def test_seed_in_the_iterable_of_a_for_is_made_once():
+    source = """
+    import jax
+
+    def test_clipped(dist):
+        for rng in jax.random.split(jax.random.PRNGKey(42), 5):
+            dist.sample(seed=rng)
+        for _ in range(3):
+            dist.sample(seed=jax.random.PRNGKey(42))
+    """
+    assert [d.line for d in lint(source) if d.code == "JG604"] == [7]
+
+
+# 3. JG102: a table built, then frozen, before the def ---------------------------------------
+
+
+def test_module_table_frozen_before_the_def_but_not_after():
+    before = """
+    import jax
+    import numpy as np
+    import jax.numpy as jnp
+
+    MOVES = np.zeros(8)
+    MOVES[3] = 1
+    MOVES = jnp.asarray(MOVES)
+
+    @jax.jit
+    def legal(i):
+        return MOVES[i]
+    """
+    after = textwrap.dedent(before) + "MOVES = MOVES * 2\n"
+    assert "JG102" not in found(before)
+    assert "JG102" in found(after)
+
+
+# 4. JG104 / JG301: containers made per call, functional APIs, dict parameters ------------------
+
+
+def test_string_key_on_a_traced_argument_is_a_dict_item_not_an_array_item():
+    source = """
+    import jax
+
+    @jax.jit
+    def update(params_, grads):
+        params_["online"] = params_["online"] - grads
+        return params_
+    """
+    assert found(source) == []
+    not_returned = source.replace("return params_", "return grads")
+    assert found(not_returned) == ["JG104"]
+
+
+def test_nested_array_item_is_flagged_and_its_fix_is_unsafe():
+    source = """
+    import jax.numpy as jnp
+
+    params = [{"w": jnp.ones((2, 2))}]
+    params[0]["w"][0, 0] = 0.0
+    """
+    (diagnostic,) = [d for d in lint(source) if d.code == "JG301"]
+    assert not diagnostic.fix.safe
+    assert fix(source) == clean(source)  # safe fixes only: unchanged
+    fixed = fix(source, unsafe=True)
+    assert "params[0][\"w\"] = params[0][\"w\"].at[0, 0].set(0.0)" in fixed
+    cst.parse_module(fixed)
+    assert "JG301" not in codes(fixed)
+
+
+# 6. JG101: static information printed at trace time ------------------------------------------
+
+
+def test_static_print_is_silent_and_never_rewritten():
+    source = """
+    import jax
+
+    @jax.jit
+    def f(x):
+        print(f"tracing f: {x.shape} {x.dtype}", jax.typeof(x))
+        return x
+    """
+    assert "JG101" not in found(source)
+    assert fix(source, unsafe=True) == clean(source)
+
+
+def test_a_message_alone_or_a_traced_value_is_still_a_print_in_jit():
+    message = """
+    import jax
+
+    @jax.jit
+    def f(x):
+        print("Executing function")
+        return x
+    """
+    traced = message.replace('print("Executing function")', 'print(f"{x.shape}: {x}")')
+    assert "JG101" in found(message)
+    assert "JG101" in found(traced)
+
+
+# 7. JG109 / JG112: retrace only for a new function object ------------------------------------
+
+PER_CALL = """
+import jax
+
+def evaluate(model, x):
+    return jax.jit(lambda v: model(v) * 2)(x)
+"""
+
+
+def test_jit_per_call_is_opt_in_and_silent_in_test_modules():
+    assert "JG112" in found(PER_CALL)
+    assert "JG112" not in found(PER_CALL, path="tests/test_model.py")
+    assert "JG112" not in found(PER_CALL, path="model_test.py")
+    from helpers import codes as default_codes  # noqa: F401 (documents: helpers select every rule)
+    from jaxguard.lint.engine import LintSettings
+    from jaxguard.lint.registry import all_rules
+
+    default = LintSettings(frozenset(code for code, rule in all_rules().items() if rule.default_on))
+    assert not [d for d in lint_source(clean(PER_CALL), "model.py", default).diagnostics if d.code in ("JG109", "JG112")]
+
+
+def test_jit_of_a_module_function_in_a_loop_is_slow_dispatch_not_a_retrace():
+    source = """
+    import jax
+
+    def step(x):
+        return x + 1
+
+    def run(x, n):
+        for _ in range(n):
+            x = jax.jit(step)(x)
+            x = jax.jit(lambda v: v * 2)(x)
+        return x
+    """
+    stable, fresh = sorted((d for d in lint(source) if d.code == "JG109"), key=lambda d: d.column)
+    assert "no retrace" in stable.message and "recompiles" not in stable.message
+    assert "a lambda" in fresh.message and "retraces and recompiles" in fresh.message
+
+
+# 8. JG601-JG603: what a callee does with the key it is given ----------------------------------
+
+
+def test_a_method_that_re_derives_its_key_with_fold_in():
+    source = """
+    import jax
+
+    class Trainer:
+        def train_step(self, state, key):
+            key = jax.random.fold_in(key, state.step)
+            return state.apply(jax.random.normal(key))
+
+        def train(self, state, batches):
+            key = jax.random.key(0)
+            for _ in batches:
+                state = self.train_step(state, key)
+            return state
+    """
+    assert "JG603" not in found(source)
+    drawing = source.replace("key = jax.random.fold_in(key, state.step)\n", "")
+    assert "JG603" in found(textwrap.dedent(drawing))
+
+
+def test_a_callee_that_keeps_the_key_consumes_it():
+    source = """
+    import jax
+
+    def make_state(params, key):
+        state = {}
+        state["rng"] = key
+        return state
+
+    def init(params):
+        key = jax.random.key(0)
+        a = make_state(params, key)
+        b = make_state(params, key)
+        return a, b
+    """
+    assert "JG601" in found(source)
+
+
+# recall gaps from the Sharp Bits' "jit with methods" ------------------------------------------
+
+METHOD = """
+import jax
+import jax.numpy as jnp
+from functools import partial
+
+class CustomClass:
+    def __init__(self, x: jnp.ndarray, mul: bool):
+        self.x = x
+        self.mul = mul
+
+    {decorator}
+    def calc(self, y):
+        if self.mul:
+            return self.x * y
+        return y
+{extra}
+c = CustomClass(jnp.array(2.0), True)
+c.calc(3.0)
+c.mul = False
+"""
+
+
+def test_jit_with_methods_the_three_ways_it_goes_wrong():
+    traced_self = METHOD.format(decorator="@jax.jit", extra="")
+    static_self = METHOD.format(decorator="@partial(jax.jit, static_argnums=0)", extra="")
+    hashed = METHOD.format(
+        decorator="@partial(jax.jit, static_argnums=0)",
+        extra="\n    def __hash__(self):\n        return hash((self.x, self.mul))\n",
+    )
+    assert "JG111" in found(traced_self)
+    assert "JG102" in found(static_self) and "JG111" not in found(static_self)
+    assert "JG110" in found(hashed) and "JG102" not in found(hashed)
