@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxguard.lint.facts import ModuleFacts, Scope, assigned_names, dotted_name, literal_int, positional, target_name_nodes
+from jaxguard.lint.facts import LAX_LOOPS, ModuleFacts, Scope, assigned_names, dotted_name, literal_int, positional, target_name_nodes
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.walk import Visitor, walk
 
@@ -34,7 +34,6 @@ NOT_CONSUMING = frozenset(
 NEUTRAL_PREFIXES = ("builtins.", "jax.debug.", "jax.numpy.", "jax.tree_util.", "jax.tree.", "numpy.", "jax.device_put", "jax.device_get", "jax.block_until_ready")
 KEY_PARAM = re.compile(r"^(key|rng|prng|prng_key|rng_key|seed_key|\w+_key|\w+_rng)$")
 PREDICATE = re.compile(r"^_?(is|has|check|assert|validate|print|log)(_|[A-Z]|$)")
-LOOP_BODIES = ("jax.lax.fori_loop", "jax.lax.scan", "jax.lax.while_loop", "jax.lax.map")
 
 
 @dataclass
@@ -487,7 +486,7 @@ def _lax_loop_of(facts: ModuleFacts, info) -> str | None:
         for body in bodies:
             if facts.function_for(body, info.parent) is info:
                 name = facts.qualname(call.func, info.parent)
-                if name in LOOP_BODIES:
+                if name in LAX_LOOPS:
                     return name
     return None
 

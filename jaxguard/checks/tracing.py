@@ -15,6 +15,7 @@ from jaxguard.lint import kinds
 from jaxguard.lint.facts import (
     GRAD_TRANSFORMS,
     JIT_TRANSFORMS,
+    LAX_LOOPS,
     TRACING_TRANSFORMS,
     FunctionInfo,
     argument,
@@ -802,7 +803,7 @@ class JitInLoop(Rule):
         if not (isinstance(partial, cst.Call) and self.ctx.qualname(partial.func) == "functools.partial"):
             return False
         inner = positional(partial)
-        if len(inner) < 2 or self.ctx.qualname(inner[0]) not in _LAX_LOOPS:
+        if len(inner) < 2 or self.ctx.qualname(inner[0]) not in LAX_LOOPS:
             return False
         body = self.ctx.facts.function_for(inner[1], self.ctx.scope)
         return body is not None and (isinstance(body.node, cst.Lambda) or body.parent.kind == "function")
@@ -961,9 +962,6 @@ class JitPerCall(JitInLoop):
     )
 
     per_call = True
-
-
-_LAX_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map"})
 
 
 def _in_test_or_main(function: FunctionInfo, path: str) -> bool:

@@ -56,6 +56,9 @@ LAX_BODIES: dict[str, tuple[tuple[int, str], ...]] = {
     "jax.lax.associative_scan": ((0, "fn"),),
 }
 
+# The lax loops among them: their body runs once per iteration.
+LAX_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map"})
+
 # Differentiation: traces, but Python control flow on values stays legal.
 GRAD_TRANSFORMS = frozenset(
     {"jax.grad", "jax.value_and_grad", "jax.jacrev", "jax.jacfwd", "jax.hessian", "jax.vjp", "jax.jvp"}
