@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from jaxguard.checks._common import descendants
 from jaxguard.lint import kinds
 from jaxguard.lint.facts import (
     GRAD_TRANSFORMS,
@@ -21,7 +22,7 @@ from jaxguard.lint.facts import (
     positional,
 )
 from jaxguard.lint.registry import Rule, register
-from jaxguard.lint.traced import NONE, TracedFlow, describe, static_hint
+from jaxguard.lint.traced import NONE, TracedFlow, describe, is_container, static_candidates, static_hint
 
 
 def _short(ctx, node: cst.CSTNode, limit: int = 40) -> str:
@@ -36,10 +37,12 @@ def _by(ctx) -> str:
 
 
 def _static_or(origins, ctx) -> str:
-    hint = static_hint(origins, ctx.function)
-    if not hint:
+    names = static_candidates(origins, ctx.function, ctx.facts)
+    if not names:
         return ""
-    return f", or make it a compile-time constant with {hint}"
+    shown = ", ".join(f"'{n}'" for n in names)
+    what = "is a Python value (not an array), make it" if len(names) == 1 else "are Python values (not arrays), make them"
+    return f"; if {shown} {what} static: {static_hint(origins, ctx.function, ctx.facts)}"
 
 
 def _constant(node: cst.BaseExpression) -> bool:
@@ -54,18 +57,6 @@ def _constant(node: cst.BaseExpression) -> bool:
     return False
 
 
-def _subtree(node: cst.CSTNode) -> set[cst.CSTNode]:
-    found: set[cst.CSTNode] = set()
-
-    class _Collect(cst.CSTVisitor):
-        def on_visit(self, child: cst.CSTNode) -> bool:
-            found.add(child)
-            return True
-
-    node.visit(_Collect())
-    return found
-
-
 class _TracedRule(Rule):
     """Shared: the origins of an expression in the current traced function."""
 
@@ -78,9 +69,9 @@ class _TracedRule(Rule):
 # JG106 -----------------------------------------------------------------------------------
 
 _SUGGEST = {
-    "if": "use jax.lax.cond(pred, true_fn, false_fn, ...) or jnp.where(pred, a, b)",
-    "elif": "use jax.lax.cond / jax.lax.switch or jnp.where / jnp.select",
-    "while": "use jax.lax.while_loop(cond_fn, body_fn, init)",
+    "if": "for arrays use jax.lax.cond(pred, true_fn, false_fn, ...) or jnp.where(pred, a, b)",
+    "elif": "for arrays use jax.lax.cond / jax.lax.switch or jnp.where / jnp.select",
+    "while": "for arrays use jax.lax.while_loop(cond_fn, body_fn, init)",
     "assert": "use jax.experimental.checkify.check (or equinox.error_if) for a run-time check",
     "conditional expression": "use jnp.where(pred, a, b) or jax.lax.select",
     "comprehension if": "filter with jnp.where / a mask instead",
@@ -192,7 +183,7 @@ class PythonControlFlowOnTracer(_TracedRule):
 
     def _truth(self, test: cst.BaseExpression) -> frozenset[str]:
         """Origins of `bool(test)`: containers' truthiness is concrete."""
-        if isinstance(test, (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        if is_container(test, self.ctx.function):
             return NONE
         if isinstance(test, cst.BooleanOperation):
             return self._truth(test.left) | self._truth(test.right)
@@ -206,7 +197,7 @@ class PythonControlFlowOnTracer(_TracedRule):
         origins = self._truth(test)
         if not origins:
             return
-        self.covered |= _subtree(test)
+        self.covered.update(descendants(test))
         self._report(node if construct not in ("if", "elif", "while") else test, test, construct, origins)
 
     def _report(self, node, shown, construct, origins) -> None:
@@ -241,7 +232,7 @@ class PythonControlFlowOnTracer(_TracedRule):
             return
         origins = self._truth(node.left)
         if origins:
-            self.covered |= _subtree(node)
+            self.covered.update(descendants(node))
             self._report(node, node.left, "and/or", origins)
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
@@ -367,7 +358,7 @@ class ConcretizeTracer(_TracedRule):
             what = f".{func.attr.value}()"
         if not origins:
             return
-        hint = static_hint(origins, ctx.function)
+        hint = static_hint(origins, ctx.function, ctx.facts)
         static = f"; if it is a Python value, make it static: {hint}" if hint else ""
         self.report(
             node,
@@ -532,7 +523,7 @@ class ValueDependentShape(_TracedRule):
                 for part in (item.lower, item.upper, item.step):
                     origins |= self.origins(part)
                 if origins and self.origins(node.value):
-                    hint = static_hint(origins, ctx.function)
+                    hint = static_hint(origins, ctx.function, ctx.facts)
                     static = f", or make it static: {hint}" if hint else ""
                     self.report(
                         node,
@@ -541,7 +532,7 @@ class ValueDependentShape(_TracedRule):
                         f"(start,), (size,)) with a fixed size{static}",
                     )
                     return
-            elif isinstance(item, cst.Index) and _is_mask(item.value):
+            elif isinstance(item, cst.Index) and self._is_mask(item.value):
                 origins = self.origins(item.value)
                 if origins:
                     self.report(
@@ -554,7 +545,7 @@ class ValueDependentShape(_TracedRule):
 
     def _report(self, node, value, origins, where) -> None:
         ctx = self.ctx
-        hint = static_hint(origins, ctx.function)
+        hint = static_hint(origins, ctx.function, ctx.facts)
         static = f"; make it static: {hint}" if hint else "; derive it from x.shape or pass it as a static argument"
         self.report(
             node,
@@ -563,14 +554,40 @@ class ValueDependentShape(_TracedRule):
         )
 
 
-def _is_mask(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Comparison):
-        return not all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
-        return _is_mask(node.expression)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
-        return _is_mask(node.left) or _is_mask(node.right)
-    return False
+    def _is_mask(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """A boolean array: a comparison, `~`/`&`/`|` of masks, `jnp.isnan(x)`, `jnp.logical_and`,
+        or a name bound (only) to one of those (`keep = x > 0; x[keep]`)."""
+        ctx = self.ctx
+        if isinstance(node, cst.Comparison):
+            return not all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+            return self._is_mask(node.expression, depth)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
+            return self._is_mask(node.left, depth) or self._is_mask(node.right, depth)
+        if isinstance(node, cst.Call):
+            return ctx.qualname(node.func) in _MASK_FUNCTIONS
+        if isinstance(node, cst.Name) and depth < 3:
+            owner = ctx.scope.lookup(node.value)
+            if owner is None or owner.function is None or node.value in owner.params:
+                return False
+            values = owner.values.get(node.value, [])
+            saved = ctx.scope_stack
+            ctx.scope_stack = [owner]  # read each binding where it was made
+            try:
+                return bool(values) and all(v is not None and self._is_mask(v, depth + 1) for v in values)
+            finally:
+                ctx.scope_stack = saved
+        return False
+
+
+_MASK_FUNCTIONS = frozenset(
+    f"jax.numpy.{name}"
+    for name in (
+        "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isclose", "logical_and", "logical_or",
+        "logical_not", "logical_xor", "greater", "greater_equal", "less", "less_equal", "equal",
+        "not_equal", "signbit", "isin",
+    )
+)
 
 
 # JG109 -----------------------------------------------------------------------------------
@@ -783,8 +800,8 @@ class JitInLoop(Rule):
         loop = self.loops[-1] if self.loops else None
         if not isinstance(loop, cst.For) or function is None or not self._constant_iterable(loop.iter, 0):
             return False
-        targets = {n.value for n in _subtree(loop.target) if isinstance(n, cst.Name)}
-        return any(isinstance(n, cst.Name) and n.value in targets for n in _subtree(function))
+        targets = {n.value for n in descendants(loop.target) if isinstance(n, cst.Name)}
+        return any(isinstance(n, cst.Name) and n.value in targets for n in descendants(function))
 
     def _constant_iterable(self, node: cst.BaseExpression, depth: int) -> bool:
         if depth > 4:
@@ -972,9 +989,6 @@ def _diff_params(info: FunctionInfo, transform: str, call: cst.Call | None) -> s
     return {params[i] for i in indexes if -len(params) <= i < len(params)}
 
 
-_CUSTOM_RULES = frozenset({"jax.custom_vjp", "jax.custom_jvp", "equinox.filter_custom_vjp", "equinox.filter_custom_jvp"})
-
-
 @register
 class GradThroughWhileLoop(Rule):
     code = "JG701"
@@ -1159,10 +1173,4 @@ class GradThroughWhileLoop(Rule):
         return list(seen.values())
 
     def _custom_rule(self, info: FunctionInfo) -> bool:
-        facts = self.ctx.facts
-        for decorator in info.decorators:
-            expr = decorator.decorator
-            name = facts.qualname(expr if not isinstance(expr, cst.Call) else expr.func, info.parent)
-            if name in _CUSTOM_RULES:
-                return True
-        return False
+        return info.node in self.ctx.facts.custom_derivatives
