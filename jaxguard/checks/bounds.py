@@ -6,6 +6,7 @@ import math
 
 import libcst as cst
 
+from jaxguard.checks._common import number
 from jaxguard.lint.facts import argument, keyword, literal_int, positional
 from jaxguard.lint.registry import Rule, register
 
@@ -14,19 +15,6 @@ _LIKE = {f"jax.numpy.{n}" for n in ("zeros_like", "ones_like", "empty_like", "fu
 _LITERALS = {"jax.numpy.array", "jax.numpy.asarray"}
 _AT_METHODS = frozenset({"set", "add", "subtract", "multiply", "divide", "power", "min", "max", "apply", "get"})
 _COMPOUND = (cst.If, cst.For, cst.While, cst.Try, cst.With, cst.Match)
-
-
-def _number(node: cst.BaseExpression | None) -> float | None:
-    if node is None:
-        return None
-    value = literal_int(node)
-    if value is not None:
-        return value
-    if isinstance(node, cst.Float):
-        return float(node.value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Float):
-        return -float(node.expression.value)
-    return None
 
 
 def _shape_arg(node: cst.BaseExpression | None) -> tuple[int, ...] | None:
@@ -151,7 +139,7 @@ class ConstantOutOfBounds(Rule):
                 if keyword(node, "axis") is not None:
                     return None
                 start, stop = argument(node, 0, "start"), argument(node, 1, "stop")
-                if _number(start) is None or _number(stop) is None:
+                if number(start) is None or number(stop) is None:
                     return None
                 num = argument(node, 2, "num")
                 count = 50 if num is None else literal_int(num)

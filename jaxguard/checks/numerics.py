@@ -6,8 +6,9 @@ import os
 
 import libcst as cst
 
+from jaxguard.checks._common import descendants, environ_key, known_number, names_in, number, self_assignments
 from jaxguard.lint.engine import AddImport, ReplaceNode
-from jaxguard.lint.facts import dotted_name, keyword, literal_str, positional
+from jaxguard.lint.facts import all_params, dotted_name, keyword, literal_str, positional
 from jaxguard.lint.registry import Rule, register
 
 # ---------------------------------------------------------------------------------
@@ -385,11 +386,10 @@ class WhereGradNan(Rule):
         args = positional(node)
         if len(args) != 3 or len(node.args) != 3 or self._custom_derivative():
             return
-        condition_vars = _variables(ctx, args[0])
-        if not condition_vars:
+        if not _variables(ctx, args[0]) or self._log1mexp(args[1], args[2]):
             return
-        for branch in args[1:]:
-            found = self._hazard(branch, condition_vars)
+        for index, branch in enumerate(args[1:]):
+            found = self._hazard(branch, args[0], index)
             if found is not None:
                 op, operand = found
                 text = arg_code(ctx, operand)
@@ -406,15 +406,12 @@ class WhereGradNan(Rule):
         Pallas kernels count too: autodiff never goes through a kernel body."""
         if self._pallas_module():
             return True
+        facts = self.ctx.facts
         function = self.ctx.function
         while function is not None:
-            for decorator in function.decorators:
-                target = decorator.decorator
-                target = target.func if isinstance(target, cst.Call) else target
-                name = self.ctx.facts.qualname(target, function.parent) or ""
-                if name.rsplit(".", 1)[-1] in ("custom_jvp", "custom_vjp"):
-                    return True
-            function = self.ctx.facts.enclosing_function(function.parent)
+            if function.node in facts.custom_derivatives:
+                return True
+            function = facts.enclosing_function(function.parent)
         return False
 
     def _pallas_module(self) -> bool:
@@ -425,11 +422,33 @@ class WhereGradNan(Rule):
             self.ctx.facts.derived["jaxguard.pallas"] = cached
         return bool(cached)
 
-    def _hazard(self, branch: cst.BaseExpression, condition_vars: set[str]):
-        """The first (operation, operand) in `branch` with an unguarded operand the condition tests."""
+    def _log1mexp(self, taken: cst.BaseExpression, untaken: cst.BaseExpression) -> bool:
+        """`where(x > -log(2), log(-expm1(x)), log1p(-exp(x)))`: the standard log1mexp, each
+        branch finite on the side it is chosen, the pair a known-stable formula."""
+        ctx = self.ctx
+
+        def form(node) -> tuple[str, str] | None:
+            found = math_call(ctx, node, ("log", "log1p"))
+            if found is None:
+                return None
+            inner = strip_parens(only_arg(node))
+            if not (isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Minus)):
+                return None
+            wanted = "expm1" if found[1] == "log" else "exp"
+            if math_call(ctx, strip_parens(inner.expression), (wanted,)) is None:
+                return None
+            return found[1], ctx.code(only_arg(strip_parens(inner.expression))).strip()
+
+        forms = {form(taken), form(untaken)}
+        return None not in forms and len(forms) == 2 and len({x for _, x in forms}) == 1
+
+    def _hazard(self, branch: cst.BaseExpression, condition: cst.BaseExpression, index: int):
+        """The first (operation, operand) in `branch` (the `index`th of the where's two) with an
+        unguarded operand the condition tests."""
         ctx = self.ctx
         rule = self
         found: list = []
+        condition_vars = (condition, index)
 
         class _Search(cst.CSTVisitor):
             def visit_Call(self, call: cst.Call) -> bool:
@@ -448,7 +467,7 @@ class WhereGradNan(Rule):
                     elif name in ("xlogy", "xlog1py"):
                         if len(args) == 2:
                             rule._consider(name, args[1], condition_vars, found)
-                    elif args and not (name in _POSITIVE_OK and math_call(ctx, args[0], ("exp", "exp2")) is not None):
+                    elif args and not (name in _POSITIVE_OK and rule._exponential(args[0])):
                         rule._consider(name, args[0], condition_vars, found)
                 return not found
 
@@ -465,13 +484,27 @@ class WhereGradNan(Rule):
         branch.visit(_Search())
         return found[0] if found else None
 
-    def _consider(self, op: str, operand: cst.BaseExpression, condition_vars: set[str], found: list) -> None:
+    def _exponential(self, node: cst.BaseExpression) -> bool:
+        """`jnp.exp(x)`, or a helper named for it (`safe_exp(x)`): positive, so `log`/`sqrt` of it
+        is smooth."""
+        if math_call(self.ctx, node, ("exp", "exp2")) is not None:
+            return True
+        tail = (dotted_name(node.func) or "").rsplit(".", 1)[-1] if isinstance(node, cst.Call) else ""
+        return tail.endswith("exp") and not tail.endswith("_no_exp")
+
+    def _consider(self, op: str, operand: cst.BaseExpression, where: tuple, found: list) -> None:
         if found or self._guarded(operand):
             return
-        if _is_constant(operand):
+        ctx = self.ctx
+        if _is_constant(operand) or positive_constant(ctx, operand) or integer_valued(ctx, operand):
+            return  # a constant, or a count: nothing to differentiate, or never zero
+        condition, index = where
+        operand_vars = _variables(ctx, operand)
+        if not operand_vars or not _tests(ctx, condition, operand_vars):
             return
-        if _variables(self.ctx, operand) & condition_vars:
-            found.append((op, operand))
+        if _excluded_where_unused(ctx, condition, operand, index, op):
+            return
+        found.append((op, operand))
 
     def _guarded(self, operand: cst.BaseExpression) -> bool:
         ctx = self.ctx
@@ -490,14 +523,166 @@ class WhereGradNan(Rule):
         return False
 
 
-def number(node: cst.BaseExpression) -> float | None:
-    """The value of an int or float literal (`1e-3`, `0x10`, `1_000`), else None."""
+def _comparisons(condition: cst.BaseExpression):
+    """The atoms of a condition: comparisons and other tests joined by `&`, `|`, `~`, `and`,
+    `or`, `not` or `jnp.logical_and/or/not`."""
+    node = strip_parens(condition)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
+        yield from _comparisons(node.left)
+        yield from _comparisons(node.right)
+    elif isinstance(node, cst.BooleanOperation):
+        yield from _comparisons(node.left)
+        yield from _comparisons(node.right)
+    elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.BitInvert, cst.Not)):
+        yield from _comparisons(node.expression)
+    elif (
+        isinstance(node, cst.Call)
+        and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in ("logical_and", "logical_or", "logical_not")
+    ):
+        for arg in node.args:
+            yield from _comparisons(arg.value)
+    else:
+        yield node
+
+
+def _tests(ctx, condition: cst.BaseExpression, operand_vars: set[str]) -> bool:
+    """The condition tests the operand: a side of one of its comparisons (or a test such as
+    `jnp.isclose(d, 0)`) reads only the operand's variables, or reads all of them without
+    being a sum (`dr < R + D` compares `dr` with a threshold, it does not test `D`)."""
+    for atom in _comparisons(condition):
+        sides = [atom.left, *(t.comparator for t in atom.comparisons)] if isinstance(atom, cst.Comparison) else [atom]
+        for side in sides:
+            side_vars = _variables(ctx, side)
+            if not side_vars:
+                continue
+            if side_vars <= operand_vars:
+                return True
+            additive = isinstance(strip_parens(side), cst.BinaryOperation) and isinstance(
+                strip_parens(side).operator, (cst.Add, cst.Subtract)
+            )
+            if operand_vars <= side_vars and not additive:
+                return True
+    return False
+
+
+_NEGATED = {cst.LessThan: ">=", cst.LessThanEqual: ">", cst.GreaterThan: "<=", cst.GreaterThanEqual: "<",
+            cst.Equal: "!=", cst.NotEqual: "=="}
+_AS_IS = {cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">", cst.GreaterThanEqual: ">=",
+          cst.Equal: "==", cst.NotEqual: "!="}
+_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _excluded_where_unused(ctx, condition, operand, index: int, op: str) -> bool:
+    """Where the branch's value is not used (the condition false for the first branch, true
+    for the second) the operand stays away from its singular point: `where(n < 0.17, 0.17 / n,
+    1.0)` divides only where it is used, and is finite (n >= 0.17) where it is not."""
+    node = strip_parens(condition)
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    table = _NEGATED if index == 0 else _AS_IS
+    relation = table.get(type(target.operator))
+    if relation is None:
+        return False
+    code = ctx.code(strip_parens(operand)).strip()
+    left, right = strip_parens(node.left), strip_parens(target.comparator)
+    if ctx.code(left).strip() == code and number(right) is not None:
+        bound = number(right)
+    elif ctx.code(right).strip() == code and number(left) is not None:
+        bound, relation = number(left), _MIRRORED[relation]
+    else:
+        return False
+    # the operand's values where unused: `operand <relation> bound`; singular at 0 (division)
+    # or at and below 0 (log, sqrt, fractional powers)
+    if relation == ">=":
+        return bound > 0
+    if relation == ">":
+        return bound >= 0
+    if relation == "==":
+        return bound > 0 or (bound != 0 and op == "division")
+    if op == "division" and relation == "<=":
+        return bound < 0
+    if op == "division" and relation == "<":
+        return bound <= 0
+    return False
+
+
+def positive_constant(ctx, node: cst.BaseExpression) -> bool:
+    value = known_number(ctx, node)
+    return value is not None and value > 0
+
+
+_INT_CONVERTERS = frozenset({"builtins.len", "builtins.int", "math.prod", "numpy.prod", "math.factorial"})
+
+
+def integer_valued(ctx, node: cst.BaseExpression, depth: int = 0) -> bool:
+    """An expression built only from integers: literals, `len()`, shapes and sizes, parameters
+    annotated `int`, names bound to such values, `self.n` mirroring an `int` parameter of the
+    class's `__init__` (`num_dims - 1`, `len(x) / 2.0`). Never differentiated; a count."""
+    node = strip_parens(node)
+    if depth > 4:
+        return False
     if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return integer_valued(ctx, node.expression, depth)
+    if isinstance(node, cst.BinaryOperation):
+        return integer_valued(ctx, node.left, depth) and integer_valued(ctx, node.right, depth)
+    if isinstance(node, cst.Call):
+        return ctx.qualname(node.func) in _INT_CONVERTERS
+    if isinstance(node, cst.Subscript):
+        return isinstance(node.value, cst.Attribute) and node.value.attr.value in ("shape", "sizes")
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in ("size", "ndim") or _integer_attribute(ctx, node)
+    if isinstance(node, cst.Name):
+        owner = ctx.scope.lookup(node.value)
+        if owner is None:
+            return False
+        values = owner.values.get(node.value, [])
+        if node.value in owner.params:
+            if not _annotated_int(owner.function, node.value):
+                return False
+            values = [v for v in values if v is not None]  # `n += 1` keeps an int an int
+        elif not values or any(v is None for v in values):
+            return False
+        saved = ctx.scope_stack
+        ctx.scope_stack = [owner]
         try:
-            return float(node.evaluated_value)
-        except (ValueError, SyntaxError, OverflowError):
-            return None
-    return None
+            return all(integer_valued(ctx, v, depth + 1) for v in values)
+        finally:
+            ctx.scope_stack = saved
+    return False
+
+
+def _annotated_int(function, name: str) -> bool:
+    if function is None or not isinstance(function.node, cst.FunctionDef):
+        return False
+    for param in all_params(function.node.params):
+        if param.name.value == name and param.annotation is not None:
+            return dotted_name(param.annotation.annotation) == "int"
+    return False
+
+
+def _integer_attribute(ctx, node: cst.Attribute) -> bool:
+    """`self.population_size` where the class's `__init__` takes `population_size: int`, or
+    its methods assign `self.population_size` only integer values (`self.lamb = popsize`)."""
+    if not (isinstance(node.value, cst.Name) and node.value.value == "self"):
+        return False
+    assigned = self_assignments(ctx, ctx.function, node.attr.value)
+    if not assigned:
+        return False
+    function = ctx.function
+    while function is not None and not function.class_name:
+        function = ctx.facts.enclosing_function(function.parent)
+    init = function.parent.defs.get("__init__") if function is not None else None
+    if init is not None and _annotated_int(init, node.attr.value):
+        return True
+    saved = ctx.scope_stack
+    ctx.scope_stack = [init.scope] if init is not None else saved
+    try:
+        return all(integer_valued(ctx, value, 2) for value in assigned)
+    finally:
+        ctx.scope_stack = saved
 
 
 def _is_epsilon(node: cst.BaseExpression) -> bool:
@@ -665,6 +850,18 @@ class UnstableNumerics(Rule):
             return False
         return isinstance(inner, cst.Call) and (qual(ctx, inner.func) or "").rsplit(".", 1)[-1] in ("abs", "absolute")
 
+    def _not_small(self, x: cst.BaseExpression) -> bool:
+        """`x` in `log(1 + x)` is never close to 0, so log1p gains nothing: a count
+        (`popsize / 2`, `len(x) / 2.0`) or a constant such as `threshold=0.999`."""
+        value = known_number(self.ctx, strip_parens(x))
+        if value is not None:
+            return abs(value) >= 1e-2
+        return integer_valued(self.ctx, x) and all(
+            number(strip_parens(op.right)) is not None
+            for op in descendants(x)
+            if isinstance(op, cst.BinaryOperation) and isinstance(op.operator, (cst.Divide, cst.FloorDivide))
+        )
+
     def _log_of_sum(self, node: cst.Call, arg: cst.BinaryOperation, module: str) -> None:
         ctx = self.ctx
         if isinstance(arg.operator, cst.Add):
@@ -674,13 +871,14 @@ class UnstableNumerics(Rule):
                     if not self._non_positive(only_arg(other)):
                         self._softplus(node, only_arg(other), module, "log(1 + exp(x))")
                     return
-                self._same_module(node, module, "log1p", arg_code(ctx, other), "log(1 + x)")
+                if not self._not_small(other):
+                    self._same_module(node, module, "log1p", arg_code(ctx, other), "log(1 + x)")
                 return
             left, right = math_call(ctx, arg.left, ("exp",)), math_call(ctx, arg.right, ("exp",))
             if left is not None and right is not None and left[0] == right[0] == module:
                 a, b = arg_code(ctx, only_arg(arg.left)), arg_code(ctx, only_arg(arg.right))
                 self._same_module(node, module, "logaddexp", f"{a}, {b}", "log(exp(a) + exp(b))", lax_ok=False)
-        elif isinstance(arg.operator, cst.Subtract) and is_one(arg.left):
+        elif isinstance(arg.operator, cst.Subtract) and is_one(arg.left) and not self._not_small(arg.right):
             self._same_module(node, module, "log1p", negated_code(ctx, arg.right), "log(1 - x)")
 
     def _same_module(self, node, module: str, func: str, args: str, original: str, lax_ok: bool = True, call=None) -> None:
@@ -921,31 +1119,63 @@ class DebugFlagCommitted(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.main_depth = 0
+        # inside a __main__ block or an entry point, behind a guard, or in a debugging facility
+        self.deliberate = 0
         self.skip = is_test_path(ctx.path)
+        self._entries: set[str] | None = None
 
-    def visit_If(self, node: cst.If) -> None:
-        if is_main_guard(node):
-            self.main_depth += 1
-
-    def leave_If(self, original_node: cst.If) -> None:
-        if is_main_guard(original_node):
-            self.main_depth -= 1
-
-    def _is_main_function(self, node: cst.FunctionDef) -> bool:
+    def _is_deliberate(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.If):
+            return is_main_guard(node) or not _literal_test(node.test)  # `if not jit:`, `if debug:`
+        if isinstance(node, cst.IfExp):
+            return not _literal_test(node.test)
+        name = node.name.value  # type: ignore[attr-defined]
+        if "debug" in name.lower():
+            return True  # `class ForEachClientDebugBackend`, `def debug_step()`: meant for debugging
         scope = self.ctx.facts.scopes.get(node)
-        return node.name.value == "main" and scope is not None and scope.parent is not None and scope.parent.kind == "module"
+        at_top = scope is not None and scope.parent is not None and scope.parent.kind == "module"
+        return isinstance(node, cst.FunctionDef) and at_top and name in self._entry_points()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self._is_main_function(node):
-            self.main_depth += 1
+    def _entry_points(self) -> set[str]:
+        """`main`, `_main`, module-level functions the `__main__` block refers to, and those they
+        refer to (`def main(): app.run(_main)`): a script's code, not a library's."""
+        if self._entries is None:
+            module = self.ctx.facts.module_scope
+            found = {"main", "_main"}
+            pending = [s for s in self.ctx.module.body if isinstance(s, cst.If) and is_main_guard(s)]
+            pending += [module.defs[name].node for name in found if name in module.defs]
+            while pending:
+                for name in names_in(pending.pop()):
+                    if name in module.defs and name not in found:
+                        found.add(name)
+                        pending.append(module.defs[name].node)
+            self._entries = found
+        return self._entries
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        if self._is_main_function(original_node):
-            self.main_depth -= 1
+    def _enter(self, node) -> None:
+        if self._is_deliberate(node):
+            self.deliberate += 1
+
+    def _leave(self, node) -> None:
+        if self._is_deliberate(node):
+            self.deliberate -= 1
+
+    visit_If = visit_IfExp = visit_FunctionDef = visit_ClassDef = _enter
+    leave_If = leave_IfExp = leave_FunctionDef = leave_ClassDef = _leave
+
+    def _functional(self, call: cst.Call) -> bool:
+        """`with jax.disable_jit():` around an abstract trace or JAX's internals (`eval_shape`,
+        `ad.linearize`): it makes the inner jits visible to the trace, a feature, not debugging."""
+        for statement in reversed(self.ctx.statement_stack):
+            if isinstance(statement, cst.With) and any(item.item is call for item in statement.items):
+                return any(
+                    isinstance(inner, cst.Call) and (self.ctx.qualname(inner.func) or "").startswith(_TRACE_INTERNALS)
+                    for inner in descendants(statement.body)
+                )
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.skip or self.main_depth:
+        if self.skip or self.deliberate:
             return
         ctx = self.ctx
         qualified = ctx.qualname(node.func)
@@ -955,7 +1185,7 @@ class DebugFlagCommitted(Rule):
                 self.report(node, self.message.format(what=f"jax.config.update({literal_str(args[0])!r}, True)"))
         elif qualified == "jax.disable_jit":
             value = positional(node)[0] if positional(node) else keyword(node, "disable")
-            if value is None or is_true_literal(value):
+            if (value is None or is_true_literal(value)) and not self._functional(node):
                 self.report(node, self.message.format(what="jax.disable_jit()"))
         elif qualified in ("os.environ.setdefault", "os.putenv"):
             args = positional(node)
@@ -963,7 +1193,7 @@ class DebugFlagCommitted(Rule):
                 self.report(node, self.message.format(what=f"setting {literal_str(args[0])}"))
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self.skip or self.main_depth:
+        if self.skip or self.deliberate:
             return
         for target in node.targets:
             subscript = target.target
@@ -973,7 +1203,14 @@ class DebugFlagCommitted(Rule):
                     self.report(node, self.message.format(what=f"setting {key}"))
 
 
-def environ_key(subscript: cst.Subscript) -> str | None:
-    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
-        return None
-    return literal_str(subscript.slice[0].slice.value)
+# Abstract traces and JAX's internals: code under them sees tracers, not values.
+_TRACE_INTERNALS = (
+    "jax.eval_shape", "jax.make_jaxpr", "jax.interpreters.", "jax.core.", "jax.extend.", "jax._src.",
+    "jax.linear_util", "jax.api_util.",
+)
+
+
+def _literal_test(test: cst.BaseExpression) -> bool:
+    return isinstance(test, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(test, cst.Name) and test.value in ("True", "False", "None")
+    )
