@@ -30,8 +30,14 @@ def _shape_arg(node: cst.BaseExpression | None) -> tuple[int, ...] | None:
     return None
 
 
+# A trailing dimension whose size is not known: `jnp.array([m, s])` has shape (2, ...) whatever
+# `m` and `s` are, so `[2]` is out of bounds and `[0, 5]` cannot be judged.
+OPEN = -1
+
+
 def _literal_shape(node: cst.BaseExpression) -> tuple[int, ...] | None:
-    """Shape of a nested list/tuple literal of scalars, if rectangular."""
+    """Shape of a nested list/tuple display: exact for scalar literals; (len, OPEN) when the
+    elements are other values (their own shape is unknown, the display's length is not)."""
     if isinstance(node, (cst.List, cst.Tuple)):
         if any(isinstance(e, cst.StarredElement) for e in node.elements):
             return None
@@ -39,7 +45,7 @@ def _literal_shape(node: cst.BaseExpression) -> tuple[int, ...] | None:
         if not inner:
             return (0,)
         if any(s is None for s in inner) or len(set(inner)) != 1:
-            return None
+            return (len(inner), OPEN)
         return (len(inner), *inner[0])  # type: ignore[misc]
     if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.Name, cst.UnaryOperation)):
         if isinstance(node, cst.Name) and node.value not in ("True", "False"):
@@ -52,6 +58,7 @@ def _literal_shape(node: cst.BaseExpression) -> tuple[int, ...] | None:
 class ConstantOutOfBounds(Rule):
     code = "JG401"
     name = "constant-out-of-bounds"
+    summary = "A literal index outside an array's known shape: JAX clamps reads and drops writes silently"
     message = "a literal index outside a statically known shape"
     fix_kind = "suggest"
     what = """
@@ -316,6 +323,8 @@ def _out_of_bounds(elements, shape: tuple[int, ...]) -> tuple[int, int, int] | N
     ellipsis = [i for i, item in enumerate(items) if isinstance(item, cst.Index) and isinstance(item.value, cst.Ellipsis)]
     if len(ellipsis) > 1:
         return None
+    known = shape[:-1] if shape and shape[-1] == OPEN else shape
+    is_open = len(known) < len(shape)
 
     def consumes(item) -> bool:
         if isinstance(item, cst.Index):
@@ -328,21 +337,23 @@ def _out_of_bounds(elements, shape: tuple[int, ...]) -> tuple[int, int, int] | N
 
     def check(part, axes) -> tuple[int, int, int] | None:
         for item, axis in zip(part, axes):
-            if isinstance(item, cst.Index):
+            if isinstance(item, cst.Index) and axis is not None and axis < len(known):
                 index = literal_int(item.value)
-                if index is not None and axis is not None and not -shape[axis] <= index < shape[axis]:
-                    return index, axis, shape[axis]
+                if index is not None and not -known[axis] <= index < known[axis]:
+                    return index, axis, known[axis]
         return None
 
     if ellipsis:
         front, back = items[: ellipsis[0]], items[ellipsis[0] + 1 :]
-        if sum(consumes(i) for i in items) > len(shape):
+        if is_open:
+            return check(front, _axes(front, 0, consumes))  # the back aligns to unknown axes
+        if sum(consumes(i) for i in items) > len(known):
             return None
         axes_front = _axes(front, 0, consumes)
         n_back = sum(consumes(i) for i in back)
-        axes_back = _axes(back, len(shape) - n_back, consumes)
+        axes_back = _axes(back, len(known) - n_back, consumes)
         return check(front, axes_front) or check(back, axes_back)
-    if sum(consumes(i) for i in items) > len(shape):
+    if not is_open and sum(consumes(i) for i in items) > len(known):
         return None  # too many indices: an error JAX reports itself
     return check(items, _axes(items, 0, consumes))
 
