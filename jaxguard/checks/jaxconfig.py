@@ -6,11 +6,12 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 from importlib import resources
 
 import libcst as cst
 
-from jaxguard.checks._common import descendants, environ_key, known_number, number
+from jaxguard.checks._common import descendants, environ_key, known_number, number, self_assignments
 from jaxguard.lint.engine import RemoveNode, ReplaceNode
 from jaxguard.lint.facts import keyword, literal_str, positional
 from jaxguard.lint.registry import Rule, register
@@ -66,6 +67,7 @@ def _in_import_guard(ctx) -> bool:
 class RemovedJaxConfigModule(Rule):
     code = "JG901"
     name = "removed-jax-config-module"
+    summary = "from jax.config import config raises ModuleNotFoundError; use jax.config.update"
     message = "'{statement}' raises ModuleNotFoundError: jax.config is no longer a module; use jax.config.update(...) after 'import jax'"
     fix_kind = "autofix"
     what = "Flags `from jax.config import config` and `import jax.config` (as anything)."
@@ -335,6 +337,7 @@ def x64_dtype(ctx, node: cst.BaseExpression, strings: bool = True) -> str | None
 class X64EnabledTooLate(Rule):
     code = "JG902"
     name = "x64-enabled-too-late"
+    summary = "jax_enable_x64 turned on after JAX arrays were created: those arrays stay 32-bit"
     message = "jax_enable_x64 is turned on {where}: arrays created before stay 32-bit; enable it at startup, before any JAX array exists"
     what = """
         Flags `jax.config.update("jax_enable_x64", True)` (or `os.environ["JAX_ENABLE_X64"]`)
@@ -437,6 +440,7 @@ class X64EnabledTooLate(Rule):
 class X64DtypeWithoutX64(Rule):
     code = "JG903"
     name = "x64-dtype-without-x64"
+    summary = "A 64-bit dtype requested from JAX in a module that never enables x64: it silently stays 32-bit"
     message = (
         "{dtype} requested from JAX, but this module never enables x64: JAX silently uses the 32-bit type; "
         "call jax.config.update(\"jax_enable_x64\", True) at startup (or set x64 = true in [tool.jaxguard])"
@@ -560,6 +564,7 @@ def _closest(name: str, choices: frozenset[str]) -> str | None:
 class UnknownConfigOption(Rule):
     code = "JG904"
     name = "unknown-config-option"
+    summary = "A misspelled or unknown JAX configuration option or JAX_ environment variable"
     message = "{what} is not a JAX configuration option{hint}"
     fix_kind = "suggest"
     what = """
@@ -703,6 +708,7 @@ def _call_tail(node: cst.Call) -> str | None:
 class UnpinnedMatmulPrecision(Rule):
     code = "JG905"
     name = "unpinned-matmul-precision"
+    summary = "A matmul without precision= compared with a reference: on TPU/GPU it runs in bf16/TF32"
     message = "{op} without precision= is compared against a reference in this function: on GPU/TPU it may run in TF32/bf16 and the comparison becomes flaky; pass precision=jax.lax.Precision.HIGHEST or use jax.default_matmul_precision('highest')"
     default_on = False
     fix_kind = "suggest"
@@ -936,9 +942,17 @@ class UnpinnedMatmulPrecision(Rule):
             if isinstance(func, cst.Attribute) and func.attr.value in ("reshape", "astype", "transpose", "ravel", "flatten"):
                 return self._exact(func.value, depth + 1)
             return False
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Multiply, cst.Divide)):
+            # scaling by a power of two is exact in binary floating point
+            scale = number(node.right) if isinstance(node.operator, cst.Divide) else (number(node.left) or number(node.right))
+            other = node.left if isinstance(node.operator, cst.Divide) or number(node.left) is None else node.right
+            return scale is not None and scale != 0 and math.log2(abs(scale)).is_integer() and self._exact(other, depth + 1)
         if isinstance(node, cst.Attribute):
             if node.attr.value in ("T", "mT"):
                 return self._exact(node.value, depth + 1)
+            if isinstance(node.value, cst.Name) and node.value.value == "self":
+                values = self_assignments(ctx, ctx.function, node.attr.value)  # set in setUp
+                return bool(values) and all(self._exact(v, depth + 1) for v in values)
             return False
         if isinstance(node, cst.Name):
             owner = ctx.scope.lookup(node.value)
@@ -1042,6 +1056,7 @@ def _literal_float(node: cst.BaseExpression) -> float | None:
 class LowPrecisionFiniteDifference(Rule):
     code = "JG906"
     name = "low-precision-finite-difference"
+    summary = "A float32 finite difference with a small step: round-off swamps the difference"
     message = "finite difference with step {eps} in float32: round-off (~1e-7 relative) swamps the difference; use jax.grad, jax.test_util.check_grads, or enable x64"
     default_on = False
     fix_kind = "suggest"
