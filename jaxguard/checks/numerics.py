@@ -152,6 +152,7 @@ def nan_source(ctx, node: cst.BaseExpression) -> str | None:
 class NanEquality(Rule):
     code = "JG801"
     name = "nan-equality"
+    summary = "Comparing with NaN using == or != is always False or True; use isnan"
     message = "comparing with NaN using '{op}' is always {result}: NaN is not equal to anything, itself included; use {fix}"
     fix_kind = "autofix"
     what = "Flags `==` / `!=` comparisons against a NaN constant: `jnp.nan`, `np.nan`, `math.nan`, `float(\"nan\")`."
@@ -311,6 +312,7 @@ def _is_variable(ctx, node: cst.BaseExpression) -> bool:
 class WhereGradNan(Rule):
     code = "JG802"
     name = "where-grad-nan"
+    summary = "jnp.where with an unguarded log/sqrt/division in a branch has NaN gradients (use the double-where)"
     message = (
         "{where} evaluates and differentiates both branches: {op} of '{operand}' has an inf/NaN "
         "gradient where the condition excludes it, and 0 * inf is NaN; guard the operand too "
@@ -724,6 +726,7 @@ _SOFTMAX_MODULES = ("jax.nn", "flax.linen", "flax.nnx", "flax.linen.activation")
 class UnstableNumerics(Rule):
     code = "JG803"
     name = "unstable-numerics"
+    summary = "A numerically unstable formula that has a stable library function (log1p, expm1, logsumexp, ...)"
     message = "{original} loses precision or overflows; use {better}"
     fix_kind = "autofix"
     what = """
@@ -1068,6 +1071,7 @@ def is_main_guard(node: cst.If) -> bool:
 class DebugFlagCommitted(Rule):
     code = "JG804"
     name = "debug-flag-committed"
+    summary = "A debugging flag (jax_debug_nans, disable_jit) switched on in library code"
     message = "{what} in library code slows every caller down (debugging aid); enable it from a test, a script's __main__ block or the environment"
     default_on = False
     what = """

@@ -86,6 +86,7 @@ _SUGGEST = {
 class PythonControlFlowOnTracer(_TracedRule):
     code = "JG106"
     name = "python-control-flow-on-tracer"
+    summary = "Python if/while/assert/and/or/not on a traced value raises ConcretizationTypeError"
     message = "Python control flow on a traced value: ConcretizationTypeError"
     fix_kind = "suggest"
     what = """
@@ -276,6 +277,7 @@ _NUMPY_OK = frozenset(
 class ConcretizeTracer(_TracedRule):
     code = "JG107"
     name = "concretize-tracer"
+    summary = "float()/int()/.item()/NumPy on a traced value raises ConcretizationTypeError"
     message = "a traced value converted to a Python or NumPy value"
     fix_kind = "suggest"
     what = """
@@ -414,6 +416,7 @@ _METHOD_SHAPES = {"reshape", "broadcast_to"}
 class ValueDependentShape(_TracedRule):
     code = "JG108"
     name = "value-dependent-shape"
+    summary = "An array shape, size or boolean mask that depends on a traced value cannot be compiled"
     message = "an array shape depends on a traced value"
     fix_kind = "suggest"
     what = """
@@ -597,6 +600,7 @@ _MASK_FUNCTIONS = frozenset(
 class JitInLoop(Rule):
     code = "JG109"
     name = "jit-in-loop"
+    summary = "jax.jit applied inside a loop or on every call: slow dispatch, and a retrace for each new function"
     message = "jax.jit built inside a loop or on every call: retraces and recompiles each time"
     fix_kind = "suggest"
     what = """
@@ -834,6 +838,7 @@ _UNHASHABLE_CALLS = {"builtins.list", "builtins.dict", "builtins.set", "builtins
 class UnhashableStaticArg(Rule):
     code = "JG110"
     name = "unhashable-static-arg"
+    summary = "An unhashable value (list, dict, array) passed as a static argument of a jitted function"
     message = "an unhashable value passed at a static position of a jitted function"
     fix_kind = "none"
     what = """
@@ -993,6 +998,7 @@ def _diff_params(info: FunctionInfo, transform: str, call: cst.Call | None) -> s
 class GradThroughWhileLoop(Rule):
     code = "JG701"
     name = "grad-through-while-loop"
+    summary = "Reverse-mode differentiation through lax.while_loop (or fori_loop with traced bounds) fails"
     message = "reverse-mode differentiation through lax.while_loop fails at run time"
     fix_kind = "suggest"
     what = """
