@@ -438,3 +438,13 @@ def test_jg106_names_every_traced_argument_and_suggests_static_only_for_non_arra
     only_array = "import jax\n@jax.jit\ndef f(x: jax.Array):\n    if x > 0:\n        return x\n    return -x\n"
     (message,) = [d.message for d in lint(only_array) if d.code == "JG106"]
     assert "static_argnames" not in message and "jax.lax.cond" in message
+
+
+def test_jg803_attribute_mirroring_an_int_parameter_set_by_a_base_class():
+    # evosax: `self.population_size` is stored by the base class, from an `int` parameter
+    source = (
+        "import jax.numpy as jnp\nfrom base import Algorithm\nclass NES(Algorithm):\n"
+        "    def __init__(self, population_size: int, solution):\n        super().__init__(population_size, solution)\n"
+        "    @property\n    def weights(self):\n        return jnp.log(self.population_size / 2 + 1)\n"
+    )
+    check("JG803", source, flagged=False)

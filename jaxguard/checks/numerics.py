@@ -670,15 +670,15 @@ def _integer_attribute(ctx, node: cst.Attribute) -> bool:
     its methods assign `self.population_size` only integer values (`self.lamb = popsize`)."""
     if not (isinstance(node.value, cst.Name) and node.value.value == "self"):
         return False
-    assigned = self_assignments(ctx, ctx.function, node.attr.value)
-    if not assigned:
-        return False
     function = ctx.function
     while function is not None and not function.class_name:
         function = ctx.facts.enclosing_function(function.parent)
     init = function.parent.defs.get("__init__") if function is not None else None
     if init is not None and _annotated_int(init, node.attr.value):
         return True
+    assigned = self_assignments(ctx, ctx.function, node.attr.value)
+    if not assigned:
+        return False
     saved = ctx.scope_stack
     ctx.scope_stack = [init.scope] if init is not None else saved
     try:
