@@ -448,3 +448,15 @@ def test_jg803_attribute_mirroring_an_int_parameter_set_by_a_base_class():
         "    @property\n    def weights(self):\n        return jnp.log(self.population_size / 2 + 1)\n"
     )
     check("JG803", source, flagged=False)
+
+
+def test_branch_guarded_by_a_tracer_test_is_concrete():
+    # numpyro: `if not_jax_tracer(is_valid): if device_get(is_valid): ...`
+    source = (
+        "import jax\nfrom numpyro.util import not_jax_tracer\n@jax.jit\ndef find(x):\n    is_valid = x > 0\n"
+        "    if not_jax_tracer(is_valid):\n        if jax.device_get(is_valid):\n            return x\n"
+        "    if not isinstance(x, jax.core.Tracer):\n        assert x > 0\n    return -x\n"
+    )
+    check("JG106", source, flagged=False)
+    # outside the guarded branch the value is traced
+    check("JG106", source.replace("    return -x\n", "    if is_valid:\n        return x\n    return -x\n"), flagged=True)

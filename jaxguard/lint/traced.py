@@ -404,6 +404,9 @@ class TracedFlow:
             eager = self._eager_branch(node.test, info)
             if eager is not None:
                 blocks[eager] = self._eagerly(blocks[eager])
+            for index, names in enumerate(self._concrete_in(node.test, info)):
+                if names:
+                    blocks[index] = _with_concrete(blocks[index], names)
             self._branches(blocks, env, info)
         elif isinstance(node, cst.For):
             source = ev(node.iter)
@@ -580,6 +583,27 @@ class TracedFlow:
         if info.node not in self._eagerly_used():
             return None
         return 0 if isinstance(operator, cst.Is) else 1
+
+    def _concrete_in(self, test: cst.BaseExpression, info: FunctionInfo) -> tuple[set[str], set[str]]:
+        """Names known to be concrete in the body and in the else branch of `if test:`:
+        `if not_jax_tracer(x):` / `if is_concrete(x):` (the body), `if isinstance(x, Tracer):`
+        (the else branch), negated with `not`, combined with `and` (the body)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            body, orelse = self._concrete_in(test.expression, info)
+            return orelse, body
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self._concrete_in(test.left, info)[0] | self._concrete_in(test.right, info)[0], set()
+        if not isinstance(test, cst.Call):
+            return set(), set()
+        args = [a.value for a in test.args if a.keyword is None and not a.star]
+        tail = (call_tail(test.func) or "").lower()
+        name = self.facts.qualname(test.func, info.scope)
+        if name == "builtins.isinstance" and len(args) == 2 and "tracer" in (dotted_name(args[1]) or "").lower():
+            return set(), _names(args[:1])
+        if _asks_about_tracing(tail) and args:
+            concrete_when_true = "not" in tail or "concrete" in tail
+            return (_names(args), set()) if concrete_when_true else (set(), _names(args))
+        return set(), set()
 
     def _eagerly(self, block):
         def run(env) -> None:
@@ -868,6 +892,19 @@ def _container_annotation(annotation: cst.BaseExpression) -> bool:
             return _container_annotation(annotation.slice[0].slice.value)
         annotation = annotation.value
     return (dotted_name(annotation) or "").rsplit(".", 1)[-1] in _CONTAINER_TYPES
+
+
+def _names(nodes) -> set[str]:
+    return {node.value for node in nodes if isinstance(node, cst.Name)}
+
+
+def _with_concrete(block, names: set[str]):
+    def run(env) -> None:
+        for name in names:
+            env[name] = NONE
+        block(env)
+
+    return run
 
 
 def _is_none(node: cst.BaseExpression) -> bool:
