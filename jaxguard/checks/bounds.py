@@ -64,7 +64,8 @@ class ConstantOutOfBounds(Rule):
     what = """
         Flags a literal index outside the shape of an array whose shape is known from the source:
         `jnp.zeros/ones/empty/full/arange/eye/identity/linspace` with literal arguments, `jnp.array`
-        of a list literal, and the `*_like` of those. Covers reads `x[i]`, negative indices and
+        of a list display (its length is known whatever its elements: `jnp.array([m, s])[2]`),
+        and the `*_like` of those. Covers reads `x[i]`, negative indices and
         `.at[i]` updates, through names bound once (or in straight-line code) in the same scope.
     """
     why = """

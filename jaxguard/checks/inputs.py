@@ -44,7 +44,11 @@ class ListToJnp(Rule):
     summary = "A Python list or tuple passed to a jax.numpy function that rejects it (TypeError)"
     message = "jax.numpy.{func} does not accept a Python {kind} (TypeError); wrap it in {jnp}.asarray(...)"
     fix_kind = "autofix"
-    what = "Flags a list or tuple literal, a list comprehension, or `list(...)`/`tuple(...)`/`range(...)` passed where a `jax.numpy` function requires an array."
+    what = """
+        Flags a list or tuple literal, a list comprehension, `list(...)`/`tuple(...)`/`range(...)`,
+        or a name of the same scope whose latest binding is a list (`losses = []`, appended to in
+        a loop, then `jnp.min(losses)`), passed where a `jax.numpy` function requires an array.
+    """
     why = """
         Unlike NumPy, `jax.numpy` functions reject lists and tuples (`TypeError: sum requires
         ndarray or scalar arguments`): under tracing each element would become a separate

@@ -573,7 +573,10 @@ class UnknownConfigOption(Rule):
         and `JAX_...` environment variables set with `os.environ[...] = ...`,
         `os.environ.setdefault(...)` or `os.putenv(...)` that are close to a real one. The
         closest real name is suggested. The list of names is generated from `jax.config.values`
-        of the installed JAX (see `jaxguard/data/jax_config_options.json`).
+        of the installed JAX (see `jaxguard/data/jax_config_options.json`). Code written for
+        several JAX versions is not flagged: behind `if "jax_x" in jax.config.values:`,
+        `hasattr(jax.config, "jax_x")` or a version test, or in a `try:` that catches
+        `AttributeError`.
     """
     why = """
         `jax.config.update` with a misspelled name raises `AttributeError: Unrecognized config
@@ -713,12 +716,24 @@ class UnpinnedMatmulPrecision(Rule):
     default_on = False
     fix_kind = "suggest"
     what = """
-        In a function (or script) that compares results against a reference
-        (`assert_allclose`, `allclose`, `assert_close`, `assertAllClose`, ...), flags
-        `jnp.dot/matmul/einsum/tensordot`, `lax.dot/dot_general/conv_general_dilated` and `@`
-        on JAX arrays that pass no `precision=` and are not inside
+        Flags `jnp.dot/matmul/einsum/tensordot`, `lax.dot/dot_general/conv_general_dilated` and
+        `@` on JAX arrays that pass no `precision=` and are not inside
         `with jax.default_matmul_precision(...)` (nor in a module that sets
-        `jax_default_matmul_precision`).
+        `jax_default_matmul_precision`), when the product reaches one side of a comparison
+        with a reference in the same function or script (`assert_allclose`, `assert_close`,
+        `assertAllClose`, `assert np.allclose(...)`), directly or through assignments.
+
+        Not flagged: a product that reaches both sides (it only builds the shared input),
+        comparisons whose tolerance already accepts bf16/TF32 rounding (`rtol` or `atol` of
+        1e-2 or more, 2 decimals or fewer), comparisons that must fail (`assertFalse(...)`,
+        `assert not`), `isclose` used as a value (`jnp.where(jnp.isclose(p, 0), ...)`), products
+        of small integers (`jnp.arange`, `ones`, `eye`, integer literals, also set in `setUp`
+        and scaled by powers of two), which are exact in bf16, and single-operand `einsum`s.
+
+        Opt-in. Measured on 18 real JAX packages it was not tuned on: 7 findings, all real
+        (0% false alarms; 15 findings, 8 false, before the exceptions above). On the 20-package
+        tuning set 3 remain, 2 of them false (products of small integers that reach the
+        matmul through a lambda's parameter).
     """
     why = """
         On TPUs (and on GPUs with TF32) JAX's default matmul precision multiplies float32

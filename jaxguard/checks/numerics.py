@@ -323,6 +323,15 @@ class WhereGradNan(Rule):
         Flags `jnp.where(cond, a, b)` (and `lax.select`) where a branch applies `log`, `sqrt`,
         a division, `arcsin`/`arccos`/`arctanh`, or a fractional or negative power to an operand
         that the condition is testing, without guarding the operand itself.
+
+        "Testing" means that a side of a comparison in the condition (or a test such as
+        `jnp.isclose(d, 0)`) reads only the operand's variables, or reads all of them without
+        being a sum: `dr < R + D` compares `dr` with a threshold and does not test `D`. Not
+        flagged: integer operands (counts such as `num_dims - 1`, `len(x)`, sizes, parameters
+        annotated `int`), positive constants (`cutoff=8.0`), an operand that stays away from
+        its singular point where the branch is unused (`where(n < 0.17, 0.17 / n, 1.0)`), the
+        standard `log1mexp` (`log(-expm1(x))` against `log1p(-exp(x))`), `log`/`sqrt` of an
+        exponential, and code whose derivative is user-defined (custom_jvp/custom_vjp, Pallas).
     """
     why = """
         Both branches of `jnp.where` are computed for every element; the condition only picks
@@ -736,7 +745,10 @@ class UnstableNumerics(Rule):
         `log(exp(a) + exp(b))` -> `logaddexp(a, b)`, `log(softmax(x))` -> `jax.nn.log_softmax(x)`,
         `log(sigmoid(x))` -> `jax.nn.log_sigmoid(x)`, `1 / (1 + exp(-x))` -> `jax.nn.sigmoid(x)`.
         Functions are matched by qualified name (`jax.numpy`, `jax.lax`, `jax.nn`, flax's
-        re-exports; `numpy` only inside traced code).
+        re-exports; `numpy` only inside traced code). `log(1 + x)` and `log(1 - x)` are not
+        flagged when `x` is never small: a count (`popsize / 2`, `len(x) / 2.0`,
+        `self.lamb` set from an `int` parameter) or a constant of at least 1e-2
+        (`threshold=0.999`).
     """
     why = """
         In float32 (JAX's default) `1 + x` rounds away every `x` below about 6e-8, so
@@ -1078,7 +1090,15 @@ class DebugFlagCommitted(Rule):
         Flags `jax.config.update("jax_debug_nans" / "jax_debug_infs" / "jax_disable_jit", True)`,
         the same set through `os.environ["JAX_DEBUG_NANS"]`, and `jax.disable_jit()`, in
         library code. Test files (`test_*.py`, `*_test.py`, files under `tests/`),
-        `conftest.py` and `if __name__ == "__main__":` blocks are never flagged.
+        `conftest.py`, `if __name__ == "__main__":` blocks and a script's entry points (`main`,
+        `_main`, what the `__main__` block calls or hands to `app.run`) are never flagged; nor
+        is a flag set behind a guard (`if not jit:`, `if self.debug:`), in a class or function
+        named for debugging (`ForEachClientDebugBackend`), or a `with jax.disable_jit():` around
+        an abstract trace or JAX's internals (`jax.eval_shape`, `ad.linearize`), which needs
+        the inner jits inlined.
+
+        Opt-in. Measured on 38 real JAX packages (the 20 it was tuned on and 18 others):
+        before these exceptions it reported 7 findings, all deliberate; it now reports none.
     """
     why = """
         The NaN/Inf checkers pull every value back to the host and re-run jitted functions

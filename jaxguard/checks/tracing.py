@@ -92,16 +92,29 @@ class PythonControlFlowOnTracer(_TracedRule):
     what = """
         Flags `if`, `elif`, `while`, `assert`, conditional expressions, `and`/`or`/`not`, `bool()`
         and `for i in range(n)` whose condition (or bound) depends on a traced, non-static argument
-        of a function traced by `jit`, `vmap`, `pmap`, or a `lax` control-flow body.
+        of a function traced by `jit`, `vmap`, `pmap`, or a `lax` control-flow body. The message
+        names every traced argument involved.
+
+        Static values are not flagged: shapes, dtypes and dimension attributes (`x.ndim`,
+        `v.data_shape`, `group.tangent_dim`, `u.ndim()`, `t.get_batch_axes()`), `is None` and
+        `isinstance` tests (also inside `any(...)` over leaves), the truth value of a tuple, list
+        or dict (a display, or a parameter annotated as one), comparisons with strings and pytree
+        key paths, arguments with `in_axes=None` (also through `partial(jax.vmap, ...)`,
+        `[0] + [None] * n` and bound methods; an `in_axes` entry computed at run time leaves its
+        argument unjudged), the result of a module-local helper whose return value depends only
+        on such values, code under `if not_jax_tracer(x):`, and `if p is None:` branches of a
+        function that the module also calls eagerly (the eager path fills in what traced callers
+        pass).
     """
     why = """
         While tracing, an argument is an abstract value: its shape and dtype are known, its value
         is not. Python needs a concrete `True`/`False` to pick a branch, so `if x < 3:` raises
         `ConcretizationTypeError` (or `TracerBoolConversionError`). Branches on shapes, dtypes,
         `is None` tests and static arguments are fine, and so is Python control flow under
-        `jax.grad` alone. Use `jax.lax.cond`, `jnp.where`, `jax.lax.select` or
-        `jax.lax.while_loop`, or declare the argument static (`static_argnames=("n",)`) when it
-        is a Python value that changes rarely.
+        `jax.grad` alone. For arrays use `jax.lax.cond`, `jnp.where`, `jax.lax.select` or
+        `jax.lax.while_loop`; declare an argument static (`static_argnames=("n",)`) only when it
+        is a Python value that changes rarely (arrays cannot be static: the message suggests it
+        only for arguments not annotated as arrays).
     """
     example = """
         import jax
@@ -283,7 +296,10 @@ class ConcretizeTracer(_TracedRule):
     what = """
         Flags `float()`, `int()`, `complex()`, `.item()`, `.tolist()`, `np.asarray()`,
         `np.array()` (and other NumPy or `math` functions) applied to a traced value inside a
-        function traced by `jit`, `vmap`, `pmap` or a `lax` body.
+        function traced by `jit`, `vmap`, `pmap` or a `lax` body. What JG106 knows to be static
+        is not flagged; nor is a conversion under `if p is None:` in a function the module also
+        calls eagerly, where the host computes what traced callers pass (`max_occupancy =
+        int(occupancy * 1.25)` when no capacity was given).
     """
     why = """
         A tracer has no value at trace time. Converting it to a Python number or a NumPy array
@@ -422,8 +438,9 @@ class ValueDependentShape(_TracedRule):
     what = """
         Flags a traced (non-static) value used as a shape, size or slice bound inside a traced
         function: `jnp.zeros(n)`, `jnp.arange(n)`, `x[:n]`, `x.reshape(n, -1)`, random draws of
-        shape `(n,)`, boolean-mask indexing `x[x > 0]`, and `jnp.nonzero`/`jnp.unique`/`jnp.where(c)`
-        without `size=`.
+        shape `(n,)`, boolean-mask indexing `x[x > 0]` (also with the mask in a name: `keep = x > 0;
+        x[keep]`, `x.at[jnp.isnan(x)]`), and `jnp.nonzero`/`jnp.unique`/`jnp.where(c)` without
+        `size=`. Slicing a tuple of dimensions (`v.data_shape[:axis]`) is not flagged.
     """
     why = """
         Under `jit` every array has a shape fixed at trace time. A shape that depends on an
@@ -1004,7 +1021,11 @@ class GradThroughWhileLoop(Rule):
     what = """
         Flags `lax.while_loop`, and `lax.fori_loop` whose bounds are traced, in a function that is
         differentiated in reverse mode (`jax.grad`, `value_and_grad`, `vjp`, `jacrev`, `hessian`,
-        and equinox/flax equivalents), directly or through module-local calls.
+        and equinox/flax equivalents), directly or through module-local calls. Functions whose
+        gradient their author defines are not followed: `jax.custom_vjp`/`custom_jvp` as a
+        decorator (also `functools.partial(jax.custom_vjp, nondiff_argnums=...)`) or a call
+        (`solve = jax.custom_vjp(_solve)`), and solvers given to `lax.custom_root` /
+        `lax.custom_linear_solve`.
     """
     why = """
         `lax.while_loop` is only forward-mode differentiable: its trip count is not known ahead
