@@ -11,7 +11,13 @@ from importlib import resources
 
 import libcst as cst
 
-from jaxguard.checks._common import descendants, environ_key, known_number, number, self_assignments
+from jaxguard.checks._common import (
+    descendants,
+    environ_key,
+    known_number,
+    number,
+    self_assignments,
+)
 from jaxguard.lint.engine import RemoveNode, ReplaceNode
 from jaxguard.lint.facts import keyword, literal_str, positional
 from jaxguard.lint.registry import Rule, register

@@ -6,10 +6,18 @@ import os
 
 import libcst as cst
 
-from jaxguard.checks._common import descendants, environ_key, known_number, names_in, number, self_assignments
+from jaxguard.checks._common import (
+    descendants,
+    environ_key,
+    known_number,
+    names_in,
+    number,
+    self_assignments,
+)
 from jaxguard.lint.engine import AddImport, ReplaceNode
-from jaxguard.lint.facts import all_params, dotted_name, keyword, literal_str, positional
+from jaxguard.lint.facts import dotted_name, keyword, literal_str, positional
 from jaxguard.lint.registry import Rule, register
+from jaxguard.lint.traced import annotation_name, parameter_annotation
 
 # ---------------------------------------------------------------------------------
 # shared helpers
@@ -538,10 +546,9 @@ def _comparisons(condition: cst.BaseExpression):
     """The atoms of a condition: comparisons and other tests joined by `&`, `|`, `~`, `and`,
     `or`, `not` or `jnp.logical_and/or/not`."""
     node = strip_parens(condition)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
-        yield from _comparisons(node.left)
-        yield from _comparisons(node.right)
-    elif isinstance(node, cst.BooleanOperation):
+    if isinstance(node, cst.BooleanOperation) or (
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr))
+    ):
         yield from _comparisons(node.left)
         yield from _comparisons(node.right)
     elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.BitInvert, cst.Not)):
@@ -666,12 +673,7 @@ def integer_valued(ctx, node: cst.BaseExpression, depth: int = 0) -> bool:
 
 
 def _annotated_int(function, name: str) -> bool:
-    if function is None or not isinstance(function.node, cst.FunctionDef):
-        return False
-    for param in all_params(function.node.params):
-        if param.name.value == name and param.annotation is not None:
-            return dotted_name(param.annotation.annotation) == "int"
-    return False
+    return annotation_name(parameter_annotation(function, name)) == "int"
 
 
 def _integer_attribute(ctx, node: cst.Attribute) -> bool:

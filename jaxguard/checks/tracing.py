@@ -22,7 +22,14 @@ from jaxguard.lint.facts import (
     positional,
 )
 from jaxguard.lint.registry import Rule, register
-from jaxguard.lint.traced import NONE, TracedFlow, describe, is_container, static_candidates, static_hint
+from jaxguard.lint.traced import (
+    NONE,
+    TracedFlow,
+    describe,
+    is_container,
+    static_candidates,
+    static_hint,
+)
 
 
 def _short(ctx, node: cst.CSTNode, limit: int = 40) -> str:

@@ -87,6 +87,7 @@ CUSTOM_DERIVATIVES = frozenset(
     }
 )
 
+
 def _custom_derivative(name: str | None) -> bool:
     # by last name too: JAX's own sources import `custom_jvp` from private modules
     return name is not None and (name in CUSTOM_DERIVATIVES or name.rsplit(".", 1)[-1] in ("custom_vjp", "custom_jvp"))

@@ -8,6 +8,13 @@ loop counters over `range(<concrete>)` are concrete. Helpers reached by calls (w
 arguments may be concrete) start with no traced parameters, but see the traced values of
 the functions they close over.
 
+This is the one place that judges whether a value is static, for every rule that asks:
+dimension attributes and methods (`data_shape`, `tangent_dim`, `get_batch_axes()`), the
+elements (not the iterable) of a comprehension, comparisons with strings and pytree key
+paths, `in_axes` entries (None, run-time values, bound methods), a module-local helper's
+result (through a summary of which parameters its return value derives from), names under
+`if not_jax_tracer(x):`, and `if p is None:` branches only eager calls take.
+
 A value is not a bool but the set of parameter names it derives from ("origins"), so that
 messages can name the real parameter (`static_argnames=("n",)`). The empty set is concrete.
 
@@ -562,8 +569,7 @@ class TracedFlow:
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, value, env)
 
-    # expressions --------------------------------------------------------------------------
-    # branches that only eager calls take -------------------------------------------------
+    # branches that only eager calls take, branches where a value is concrete -------------
     def _eager_branch(self, test: cst.BaseExpression, info: FunctionInfo) -> int | None:
         """0 (the body) or 1 (the else branch) when it runs only in eager calls: `if p is None:`
         on a parameter that defaults to None, in a function the module also calls directly
@@ -620,6 +626,7 @@ class TracedFlow:
             self._eager_used = eagerly_used_functions(self.facts)
         return self._eager_used
 
+    # expressions --------------------------------------------------------------------------
     def _name(self, node: cst.Name, env, info, lookup_env=None) -> frozenset[str]:
         if env is None and node in self.records:
             return self.records[node]
@@ -874,24 +881,7 @@ def is_container(node: cst.BaseExpression, info: FunctionInfo | None) -> bool:
         return bool(values) and all(isinstance(v, _DISPLAYS) for v in values)
     if values:  # a parameter that is rebound
         return False
-    function = owner.function.node
-    for param in all_params(function.params):
-        if param.name.value == node.value and param.annotation is not None:
-            return _container_annotation(param.annotation.annotation)
-    return False
-
-
-def _container_annotation(annotation: cst.BaseExpression) -> bool:
-    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
-        sides = [annotation.left, annotation.right]  # `tuple[int, int] | None`
-        others = [side for side in sides if not _is_none(side)]
-        return len(others) == 1 and _container_annotation(others[0])
-    if isinstance(annotation, cst.Subscript):
-        base = (dotted_name(annotation.value) or "").rsplit(".", 1)[-1]
-        if base == "Optional" and len(annotation.slice) == 1 and isinstance(annotation.slice[0].slice, cst.Index):
-            return _container_annotation(annotation.slice[0].slice.value)
-        annotation = annotation.value
-    return (dotted_name(annotation) or "").rsplit(".", 1)[-1] in _CONTAINER_TYPES
+    return annotation_name(parameter_annotation(owner.function, node.value)) in _CONTAINER_TYPES
 
 
 def _names(nodes) -> set[str]:
@@ -984,14 +974,28 @@ _ARRAY_ANNOTATIONS = frozenset(
 )
 
 
-def _annotation_name(annotation: cst.BaseExpression) -> str:
+def parameter_annotation(info: FunctionInfo | None, name: str) -> cst.BaseExpression | None:
+    """The annotation of parameter `name` of `info`, if it has one."""
+    if info is None or not isinstance(info.node, cst.FunctionDef):
+        return None
+    for param in all_params(info.node.params):
+        if param.name.value == name:
+            return param.annotation.annotation if param.annotation is not None else None
+    return None
+
+
+def annotation_name(annotation: cst.BaseExpression | None) -> str:
+    """The last name of a type annotation, Optional removed: `Optional[Tuple[Array, Array]]`,
+    `tuple[int, int] | None` and `"jax.Array"` give `Tuple`, `tuple`, `Array`; "" for None."""
+    if annotation is None:
+        return ""
     if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
         others = [side for side in (annotation.left, annotation.right) if not _is_none(side)]
-        return _annotation_name(others[0]) if len(others) == 1 else ""
+        return annotation_name(others[0]) if len(others) == 1 else ""
     if isinstance(annotation, cst.Subscript):
         base = (dotted_name(annotation.value) or "").rsplit(".", 1)[-1]
         if base == "Optional" and len(annotation.slice) == 1 and isinstance(annotation.slice[0].slice, cst.Index):
-            return _annotation_name(annotation.slice[0].slice.value)
+            return annotation_name(annotation.slice[0].slice.value)
         return base
     if isinstance(annotation, cst.SimpleString):
         text = annotation.evaluated_value
@@ -1002,26 +1006,23 @@ def _annotation_name(annotation: cst.BaseExpression) -> str:
 def array_parameter(name: str, info: FunctionInfo | None, facts: ModuleFacts) -> bool:
     """`name` is a parameter (of `info` or a function enclosing it) annotated as an array."""
     while info is not None:
-        if name in info.params and isinstance(info.node, cst.FunctionDef):
-            for param in all_params(info.node.params):
-                if param.name.value == name:
-                    annotation = param.annotation
-                    return annotation is not None and _annotation_name(annotation.annotation) in _ARRAY_ANNOTATIONS
+        if name in info.params:
+            return annotation_name(parameter_annotation(info, name)) in _ARRAY_ANNOTATIONS
         info = facts.enclosing_function(info.parent)
     return False
 
 
-def static_candidates(origins: frozenset[str], info: FunctionInfo | None, facts: ModuleFacts | None = None) -> list[str]:
+def static_candidates(origins: frozenset[str], info: FunctionInfo | None, facts: ModuleFacts) -> list[str]:
     """The traced arguments in `origins` that may be Python values (not annotated as arrays,
     which cannot be static), when the function is compiled by a jit with static_argnames."""
     if not origins or info is None:
         return []
     if info.traced_by not in ("jax.jit", "jax.experimental.pjit.pjit", "flax.nnx.jit"):
         return []
-    return sorted(n for n in origins if facts is None or not array_parameter(n, info, facts))
+    return sorted(n for n in origins if not array_parameter(n, info, facts))
 
 
-def static_hint(origins: frozenset[str], info: FunctionInfo | None, facts: ModuleFacts | None = None) -> str:
+def static_hint(origins: frozenset[str], info: FunctionInfo | None, facts: ModuleFacts) -> str:
     """`static_argnames=("n",)` for `static_candidates`; "" when there are none."""
     candidates = static_candidates(origins, info, facts)
     if not candidates:
