@@ -6,9 +6,11 @@ pass (`jaxguard.lint.facts`, `traced`, `kinds`); this module only reads the sour
 
 from __future__ import annotations
 
+import contextlib
+
 import libcst as cst
 
-from jaxguard.lint.facts import FunctionInfo, all_params, literal_str
+from jaxguard.lint.facts import FunctionInfo, Scope, all_params, literal_str
 from jaxguard.lint.walk import Visitor, walk
 
 
@@ -75,14 +77,15 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return {n.value for n in descendants(node) if isinstance(n, cst.Name)}
 
 
-def self_assignments(ctx, method: FunctionInfo | None, attribute: str) -> list[cst.BaseExpression] | None:
+def self_assignments(ctx, method: FunctionInfo | None, attribute: str) -> list[tuple[cst.BaseExpression, FunctionInfo]] | None:
     """The values the methods of `method`'s class assign to `self.<attribute>` (`self.w =
-    np.ones(3)` in `setUp`, `self.lamb = popsize` in `__init__`); None outside a class."""
+    np.ones(3)` in `setUp`, `self.lamb = popsize` in `__init__`), each with the method that
+    assigns it; None outside a class."""
     while method is not None and not method.class_name:
         method = ctx.facts.enclosing_function(method.parent)
     if method is None:
         return None
-    values: list[cst.BaseExpression] = []
+    found: list[tuple[cst.BaseExpression, FunctionInfo]] = []
     for function in method.parent.defs.values():
         receiver = function.params[0] if function.params else None
         for node in descendants(function.node):
@@ -95,5 +98,16 @@ def self_assignments(ctx, method: FunctionInfo | None, attribute: str) -> list[c
                         and isinstance(t.value, cst.Name)
                         and t.value.value == receiver
                     ):
-                        values.append(node.value)
-    return values
+                        found.append((node.value, function))
+    return found
+
+
+@contextlib.contextmanager
+def resolving_in(ctx, scope: Scope):
+    """Resolve names as in `scope` (where a value was bound) while judging that value."""
+    saved = ctx.scope_stack
+    ctx.scope_stack = [scope]
+    try:
+        yield
+    finally:
+        ctx.scope_stack = saved

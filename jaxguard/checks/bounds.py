@@ -6,7 +6,7 @@ import math
 
 import libcst as cst
 
-from jaxguard.checks._common import number
+from jaxguard.checks._common import number, resolving_in
 from jaxguard.lint.facts import argument, keyword, literal_int, positional
 from jaxguard.lint.registry import Rule, register
 
@@ -202,13 +202,8 @@ class ConstantOutOfBounds(Rule):
                 return None  # bound later in this scope, not yet
             if name in owner.declared_global or name in ctx.facts.globals_assigned_in_functions:
                 return None
-            saved = ctx.scope_stack
-            # evaluate the single binding in its own scope
-            ctx.scope_stack = [owner]
-            try:
+            with resolving_in(ctx, owner):  # the single binding, in its own scope
                 return self.shape_of(values[0], 1)
-            finally:
-                ctx.scope_stack = saved
         return None
 
     # tracking -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from jaxguard.checks._common import (
     environ_key,
     known_number,
     number,
+    resolving_in,
     self_assignments,
 )
 from jaxguard.lint.engine import RemoveNode, ReplaceNode
@@ -973,19 +974,21 @@ class UnpinnedMatmulPrecision(Rule):
                 return self._exact(node.value, depth + 1)
             if isinstance(node.value, cst.Name) and node.value.value == "self":
                 values = self_assignments(ctx, ctx.function, node.attr.value)  # set in setUp
-                return bool(values) and all(self._exact(v, depth + 1) for v in values)
+                if not values:
+                    return False
+                for value, method in values:
+                    with resolving_in(ctx, method.scope):
+                        if not self._exact(value, depth + 1):
+                            return False
+                return True
             return False
         if isinstance(node, cst.Name):
             owner = ctx.scope.lookup(node.value)
             values = owner.values.get(node.value, []) if owner is not None else []
             if not values or any(v is None for v in values) or node.value in owner.params:
                 return False
-            saved = ctx.scope_stack
-            ctx.scope_stack = [owner]
-            try:
+            with resolving_in(ctx, owner):
                 return all(self._exact(v, depth + 1) for v in values)
-            finally:
-                ctx.scope_stack = saved
         return False
 
     def finish(self) -> None:

@@ -12,6 +12,7 @@ from jaxguard.checks._common import (
     known_number,
     names_in,
     number,
+    resolving_in,
     self_assignments,
 )
 from jaxguard.lint.engine import AddImport, ReplaceNode
@@ -467,7 +468,7 @@ class WhereGradNan(Rule):
         ctx = self.ctx
         rule = self
         found: list = []
-        condition_vars = (condition, index)
+        where = (condition, index)
 
         class _Search(cst.CSTVisitor):
             def visit_Call(self, call: cst.Call) -> bool:
@@ -479,22 +480,22 @@ class WhereGradNan(Rule):
                     args = positional(call)
                     if name in ("power", "float_power", "pow"):
                         if len(args) == 2 and _unsafe_exponent(args[1]):
-                            rule._consider(name, args[0], condition_vars, found)
+                            rule._consider(name, args[0], where, found)
                     elif name in ("divide", "true_divide", "div"):
                         if len(args) == 2:
-                            rule._consider("division", args[1], condition_vars, found)
+                            rule._consider("division", args[1], where, found)
                     elif name in ("xlogy", "xlog1py"):
                         if len(args) == 2:
-                            rule._consider(name, args[1], condition_vars, found)
+                            rule._consider(name, args[1], where, found)
                     elif args and not (name in _POSITIVE_OK and rule._exponential(args[0])):
-                        rule._consider(name, args[0], condition_vars, found)
+                        rule._consider(name, args[0], where, found)
                 return not found
 
             def visit_BinaryOperation(self, op: cst.BinaryOperation) -> bool:
                 if isinstance(op.operator, cst.Divide):
-                    rule._consider("division", op.right, condition_vars, found)
+                    rule._consider("division", op.right, where, found)
                 elif isinstance(op.operator, cst.Power) and _unsafe_exponent(op.right):
-                    rule._consider("power", op.left, condition_vars, found)
+                    rule._consider("power", op.left, where, found)
                 return not found
 
             def visit_Lambda(self, node: cst.Lambda) -> bool:
@@ -634,9 +635,10 @@ _INT_CONVERTERS = frozenset({"builtins.len", "builtins.int", "math.prod", "numpy
 
 
 def integer_valued(ctx, node: cst.BaseExpression, depth: int = 0) -> bool:
-    """An expression built only from integers: literals, `len()`, shapes and sizes, parameters
-    annotated `int`, names bound to such values, `self.n` mirroring an `int` parameter of the
-    class's `__init__` (`num_dims - 1`, `len(x) / 2.0`). Never differentiated; a count."""
+    """An expression built only from counts and numeric literals: `len()`, shapes and sizes,
+    parameters annotated `int`, names bound to such values, `self.n` mirroring an `int`
+    parameter of the class's `__init__` (`num_dims - 1`, `len(x) / 2.0`). Never
+    differentiated."""
     node = strip_parens(node)
     if depth > 4:
         return False
@@ -663,12 +665,8 @@ def integer_valued(ctx, node: cst.BaseExpression, depth: int = 0) -> bool:
             values = [v for v in values if v is not None]  # `n += 1` keeps an int an int
         elif not values or any(v is None for v in values):
             return False
-        saved = ctx.scope_stack
-        ctx.scope_stack = [owner]
-        try:
+        with resolving_in(ctx, owner):
             return all(integer_valued(ctx, v, depth + 1) for v in values)
-        finally:
-            ctx.scope_stack = saved
     return False
 
 
@@ -686,16 +684,15 @@ def _integer_attribute(ctx, node: cst.Attribute) -> bool:
         function = ctx.facts.enclosing_function(function.parent)
     init = function.parent.defs.get("__init__") if function is not None else None
     if init is not None and _annotated_int(init, node.attr.value):
-        return True
+        return True  # `self.population_size` stored from `population_size: int`, maybe by a base class
     assigned = self_assignments(ctx, ctx.function, node.attr.value)
     if not assigned:
         return False
-    saved = ctx.scope_stack
-    ctx.scope_stack = [init.scope] if init is not None else saved
-    try:
-        return all(integer_valued(ctx, value, 2) for value in assigned)
-    finally:
-        ctx.scope_stack = saved
+    for value, method in assigned:
+        with resolving_in(ctx, method.scope):
+            if not integer_valued(ctx, value, 2):
+                return False
+    return True
 
 
 def _is_epsilon(node: cst.BaseExpression) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxguard.checks._common import descendants
+from jaxguard.checks._common import descendants, resolving_in
 from jaxguard.lint import kinds
 from jaxguard.lint.facts import (
     GRAD_TRANSFORMS,
@@ -598,12 +598,8 @@ class ValueDependentShape(_TracedRule):
             if owner is None or owner.function is None or node.value in owner.params:
                 return False
             values = owner.values.get(node.value, [])
-            saved = ctx.scope_stack
-            ctx.scope_stack = [owner]  # read each binding where it was made
-            try:
+            with resolving_in(ctx, owner):
                 return bool(values) and all(v is not None and self._is_mask(v, depth + 1) for v in values)
-            finally:
-                ctx.scope_stack = saved
         return False
 
 
