@@ -139,6 +139,11 @@ def test_sarif(project, capsys):
     assert "JG301" in ids and "JG001" in ids and len(ids) == len(set(ids))
     jg301 = rules[ids.index("JG301")]
     assert jg301["help"]["markdown"].startswith("# JG301") and jg301["properties"]["fix"] == "autofix"
+    # every rule's short description is a plain one-line summary, not a message template
+    for rule in rules:
+        short = rule["shortDescription"]["text"]
+        assert short and "{" not in short and "\n" not in short and len(short) <= 110, (rule["id"], short)
+    assert jg301["shortDescription"]["text"].startswith("In-place assignment to an immutable JAX array")
     (result,) = run_["results"]
     assert result["ruleId"] == "JG301" and run_["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == "JG301"
     location = result["locations"][0]["physicalLocation"]

@@ -138,6 +138,7 @@ import numpy as np
 jax.config.update("jax_enable_x64", True)
 x_np = np.random.randn(2, 3, 10, 10).astype(np.float64)
 w_np = np.random.randn(4, 3, 3, 3).astype(np.float64)
+out_torch = torch.nn.functional.conv2d(torch.from_numpy(x_np), torch.from_numpy(w_np), stride=1, padding=1)
 dn = lax.conv_dimension_numbers(x_np.shape, w_np.shape, ("NCHW", "OIHW", "NCHW"))
 out_jax = lax.conv_general_dilated(
     lhs=jnp.array(x_np),
@@ -148,7 +149,7 @@ out_jax = lax.conv_general_dilated(
     precision=lax.Precision.HIGHEST,
 )
 out_jax_torch = torch.from_numpy(np.array(out_jax))
-torch.testing.assert_close(out_jax_torch, out_jax_torch)
+torch.testing.assert_close(out_jax_torch, out_torch)
 """
 
 SEED_000_SILU = """

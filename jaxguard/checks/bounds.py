@@ -6,6 +6,7 @@ import math
 
 import libcst as cst
 
+from jaxguard.checks._common import number, resolving_in
 from jaxguard.lint.facts import argument, keyword, literal_int, positional
 from jaxguard.lint.registry import Rule, register
 
@@ -14,19 +15,6 @@ _LIKE = {f"jax.numpy.{n}" for n in ("zeros_like", "ones_like", "empty_like", "fu
 _LITERALS = {"jax.numpy.array", "jax.numpy.asarray"}
 _AT_METHODS = frozenset({"set", "add", "subtract", "multiply", "divide", "power", "min", "max", "apply", "get"})
 _COMPOUND = (cst.If, cst.For, cst.While, cst.Try, cst.With, cst.Match)
-
-
-def _number(node: cst.BaseExpression | None) -> float | None:
-    if node is None:
-        return None
-    value = literal_int(node)
-    if value is not None:
-        return value
-    if isinstance(node, cst.Float):
-        return float(node.value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Float):
-        return -float(node.expression.value)
-    return None
 
 
 def _shape_arg(node: cst.BaseExpression | None) -> tuple[int, ...] | None:
@@ -42,8 +30,14 @@ def _shape_arg(node: cst.BaseExpression | None) -> tuple[int, ...] | None:
     return None
 
 
+# A trailing dimension whose size is not known: `jnp.array([m, s])` has shape (2, ...) whatever
+# `m` and `s` are, so `[2]` is out of bounds and `[0, 5]` cannot be judged.
+OPEN = -1
+
+
 def _literal_shape(node: cst.BaseExpression) -> tuple[int, ...] | None:
-    """Shape of a nested list/tuple literal of scalars, if rectangular."""
+    """Shape of a nested list/tuple display: exact for scalar literals; (len, OPEN) when the
+    elements are other values (their own shape is unknown, the display's length is not)."""
     if isinstance(node, (cst.List, cst.Tuple)):
         if any(isinstance(e, cst.StarredElement) for e in node.elements):
             return None
@@ -51,7 +45,7 @@ def _literal_shape(node: cst.BaseExpression) -> tuple[int, ...] | None:
         if not inner:
             return (0,)
         if any(s is None for s in inner) or len(set(inner)) != 1:
-            return None
+            return (len(inner), OPEN)
         return (len(inner), *inner[0])  # type: ignore[misc]
     if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.Name, cst.UnaryOperation)):
         if isinstance(node, cst.Name) and node.value not in ("True", "False"):
@@ -64,12 +58,14 @@ def _literal_shape(node: cst.BaseExpression) -> tuple[int, ...] | None:
 class ConstantOutOfBounds(Rule):
     code = "JG401"
     name = "constant-out-of-bounds"
+    summary = "A literal index outside an array's known shape: JAX clamps reads and drops writes silently"
     message = "a literal index outside a statically known shape"
     fix_kind = "suggest"
     what = """
         Flags a literal index outside the shape of an array whose shape is known from the source:
         `jnp.zeros/ones/empty/full/arange/eye/identity/linspace` with literal arguments, `jnp.array`
-        of a list literal, and the `*_like` of those. Covers reads `x[i]`, negative indices and
+        of a list display (its length is known whatever its elements: `jnp.array([m, s])[2]`),
+        and the `*_like` of those. Covers reads `x[i]`, negative indices and
         `.at[i]` updates, through names bound once (or in straight-line code) in the same scope.
     """
     why = """
@@ -151,7 +147,7 @@ class ConstantOutOfBounds(Rule):
                 if keyword(node, "axis") is not None:
                     return None
                 start, stop = argument(node, 0, "start"), argument(node, 1, "stop")
-                if _number(start) is None or _number(stop) is None:
+                if number(start) is None or number(stop) is None:
                     return None
                 num = argument(node, 2, "num")
                 count = 50 if num is None else literal_int(num)
@@ -206,13 +202,8 @@ class ConstantOutOfBounds(Rule):
                 return None  # bound later in this scope, not yet
             if name in owner.declared_global or name in ctx.facts.globals_assigned_in_functions:
                 return None
-            saved = ctx.scope_stack
-            # evaluate the single binding in its own scope
-            ctx.scope_stack = [owner]
-            try:
+            with resolving_in(ctx, owner):  # the single binding, in its own scope
                 return self.shape_of(values[0], 1)
-            finally:
-                ctx.scope_stack = saved
         return None
 
     # tracking -------------------------------------------------------------------------------
@@ -328,6 +319,8 @@ def _out_of_bounds(elements, shape: tuple[int, ...]) -> tuple[int, int, int] | N
     ellipsis = [i for i, item in enumerate(items) if isinstance(item, cst.Index) and isinstance(item.value, cst.Ellipsis)]
     if len(ellipsis) > 1:
         return None
+    known = shape[:-1] if shape and shape[-1] == OPEN else shape
+    is_open = len(known) < len(shape)
 
     def consumes(item) -> bool:
         if isinstance(item, cst.Index):
@@ -340,21 +333,23 @@ def _out_of_bounds(elements, shape: tuple[int, ...]) -> tuple[int, int, int] | N
 
     def check(part, axes) -> tuple[int, int, int] | None:
         for item, axis in zip(part, axes):
-            if isinstance(item, cst.Index):
+            if isinstance(item, cst.Index) and axis is not None and axis < len(known):
                 index = literal_int(item.value)
-                if index is not None and axis is not None and not -shape[axis] <= index < shape[axis]:
-                    return index, axis, shape[axis]
+                if index is not None and not -known[axis] <= index < known[axis]:
+                    return index, axis, known[axis]
         return None
 
     if ellipsis:
         front, back = items[: ellipsis[0]], items[ellipsis[0] + 1 :]
-        if sum(consumes(i) for i in items) > len(shape):
+        if is_open:
+            return check(front, _axes(front, 0, consumes))  # the back aligns to unknown axes
+        if sum(consumes(i) for i in items) > len(known):
             return None
         axes_front = _axes(front, 0, consumes)
         n_back = sum(consumes(i) for i in back)
-        axes_back = _axes(back, len(shape) - n_back, consumes)
+        axes_back = _axes(back, len(known) - n_back, consumes)
         return check(front, axes_front) or check(back, axes_back)
-    if sum(consumes(i) for i in items) > len(shape):
+    if not is_open and sum(consumes(i) for i in items) > len(known):
         return None  # too many indices: an error JAX reports itself
     return check(items, _axes(items, 0, consumes))
 

@@ -8,6 +8,7 @@ from importlib import resources
 
 import libcst as cst
 
+from jaxguard.lint import kinds
 from jaxguard.lint.engine import ReplaceNode
 from jaxguard.lint.facts import literal_int, positional
 from jaxguard.lint.registry import Rule, register
@@ -28,6 +29,11 @@ def _is_list_like(ctx, node: cst.BaseExpression) -> bool:
         return True
     if isinstance(node, cst.Call):
         return ctx.qualname(node.func) in ("builtins.list", "builtins.range", "builtins.tuple")
+    if isinstance(node, cst.Name):
+        # `losses = []`, filled in a loop, then `jnp.min(losses)`: a list held in a name of this
+        # scope whose latest binding is a list
+        owner = ctx.scope.lookup(node.value)
+        return owner is ctx.scope and ctx.kind_of(node) == kinds.LIST
     return False
 
 
@@ -35,9 +41,14 @@ def _is_list_like(ctx, node: cst.BaseExpression) -> bool:
 class ListToJnp(Rule):
     code = "JG501"
     name = "list-to-jnp"
+    summary = "A Python list or tuple passed to a jax.numpy function that rejects it (TypeError)"
     message = "jax.numpy.{func} does not accept a Python {kind} (TypeError); wrap it in {jnp}.asarray(...)"
     fix_kind = "autofix"
-    what = "Flags a list or tuple literal, a list comprehension, or `list(...)`/`tuple(...)`/`range(...)` passed where a `jax.numpy` function requires an array."
+    what = """
+        Flags a list or tuple literal, a list comprehension, `list(...)`/`tuple(...)`/`range(...)`,
+        or a name of the same scope whose latest binding is a list (`losses = []`, appended to in
+        a loop, then `jnp.min(losses)`), passed where a `jax.numpy` function requires an array.
+    """
     why = """
         Unlike NumPy, `jax.numpy` functions reject lists and tuples (`TypeError: sum requires
         ndarray or scalar arguments`): under tracing each element would become a separate
@@ -86,7 +97,7 @@ class ListToJnp(Rule):
     def _report(self, call: cst.Call, arg: cst.BaseExpression, func: str) -> None:
         ctx = self.ctx
         alias = ctx.code(call.func.value).strip() if isinstance(call.func, cst.Attribute) else ctx.module_alias("jax.numpy")
-        kind = {cst.List: "list", cst.Tuple: "tuple", cst.ListComp: "list"}.get(type(arg), ctx.code(arg).split("(")[0].strip())
+        kind = {cst.List: "list", cst.Tuple: "tuple", cst.ListComp: "list", cst.Name: "list"}.get(type(arg), ctx.code(arg).split("(")[0].strip())
         fix = None
         if alias is not None:
             fix = ([ReplaceNode(arg, f"{alias}.asarray({ctx.code(arg).strip()})")], True, f"wrap in {alias}.asarray()")
@@ -105,6 +116,7 @@ def _scalar_literal(node: cst.BaseExpression) -> bool:
 class ListToJitted(Rule):
     code = "JG502"
     name = "list-to-jitted"
+    summary = "A Python list of scalars passed to a jitted function becomes one traced input per element"
     message = "a Python {kind} of scalars passed to a jitted function becomes {n} separate traced inputs; pass an array"
     fix_kind = "suggest"
     what = "Flags a list or tuple of Python numbers, or `list(range(...))`, passed to a jitted (or `make_jaxpr`-traced) function."

@@ -12,6 +12,7 @@ from jaxguard.lint.registry import Rule, register
 class IteratorInTraced(Rule):
     code = "JG201"
     name = "iterator-in-traced"
+    summary = "An iterator consumed inside a traced function is read once, at trace time"
     message = "{what}: an iterator is consumed once, at trace time, so the compiled program sees one fixed value"
     what = "Flags `next()` on an iterator from outside a traced function or lax body, and iterators (`iter(...)`, generator expressions) passed as operands of lax control flow or jitted functions."
     why = """

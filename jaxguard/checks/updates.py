@@ -30,6 +30,7 @@ def _slice_source(ctx, node: cst.Subscript) -> str:
 class InPlaceUpdate(Rule):
     code = "JG301"
     name = "in-place-update"
+    summary = "In-place assignment to an immutable JAX array raises TypeError; use x.at[idx].set(value)"
     message = "JAX arrays are immutable: '{target} {operator} ...' raises TypeError; use {name} = {name}.at[...].{op}(...)"
     fix_kind = "autofix"
     what = "Flags item assignment `x[i] = v` and augmented item assignment `x[i] += v` on a JAX array."
@@ -196,6 +197,7 @@ SORTING = frozenset({"jax.numpy.sort"})
 class DiscardedFunctionalUpdate(Rule):
     code = "JG302"
     name = "discarded-functional-update"
+    summary = "The result of x.at[idx].set(...) is discarded: JAX updates are out-of-place"
     message = "the result of {call} is discarded: JAX updates are out-of-place, '{name}' is unchanged"
     fix_kind = "autofix"
     what = "Flags `x.at[i].set(v)` (any `.at[]` update), `x.sort()`, `jnp.sort(x)` and other `jax.numpy` calls used as bare statements."
@@ -309,6 +311,7 @@ REMOVED_INDEX_OPS = {
 class RemovedIndexOps(Rule):
     code = "JG303"
     name = "removed-index-ops"
+    summary = "jax.ops.index_update and friends were removed; use x.at[idx] methods"
     message = "{name} was removed from JAX; use x.at[idx].{op}(y)"
     fix_kind = "autofix"
     what = "Flags `jax.ops.index_update/index_add/index_mul/index_min/index_max` and imports of them."

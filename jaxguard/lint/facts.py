@@ -95,20 +95,37 @@ REF_KERNEL_TAKERS = frozenset(
     }
 )
 
+# Functions whose derivative their author defines: autodiff never differentiates their bodies
+# (custom_root/custom_linear_solve: the solvers passed in are differentiated implicitly).
+CUSTOM_DERIVATIVES = frozenset(
+    {
+        "jax.custom_vjp", "jax.custom_jvp", "equinox.filter_custom_vjp", "equinox.filter_custom_jvp",
+        "jax.lax.custom_root", "jax.lax.custom_linear_solve",
+    }
+)
+
+
+def _custom_derivative(name: str | None) -> bool:
+    # by last name too: JAX's own sources import `custom_jvp` from private modules
+    return name is not None and (name in CUSTOM_DERIVATIVES or name.rsplit(".", 1)[-1] in ("custom_vjp", "custom_jvp"))
+
+
 # Last attribute names worth recording during the pass (resolved by qualified name later).
 _INTERESTING_CALL_TAILS = frozenset(
     {name.rsplit(".", 1)[1] for name in (*TRACING_TRANSFORMS, *LAX_BODIES, *GRAD_TRANSFORMS)}
     | {"partial"}
-    | {name.rsplit(".", 1)[1] for name in REF_KERNEL_TAKERS}
+    | {name.rsplit(".", 1)[1] for name in (*REF_KERNEL_TAKERS, *CUSTOM_DERIVATIVES)}
 )
 
 
 @dataclass
 class StaticSpec:
-    """Which parameters a transformation treats as concrete."""
+    """Which parameters a transformation treats as concrete (`unknown`: positions whose
+    treatment cannot be read, e.g. `in_axes=(axes,)` with `axes` computed at run time)."""
 
     argnums: tuple[int, ...] = ()
     argnames: tuple[str, ...] = ()
+    unknown: tuple[int, ...] = ()
 
     def static_params(self, params: list[str]) -> set[str]:
         names = set(self.argnames)
@@ -116,6 +133,69 @@ class StaticSpec:
             if -len(params) <= index < len(params):
                 names.add(params[index])
         return names
+
+    def unknown_params(self, params: list[str]) -> set[str]:
+        return {params[i] for i in self.unknown if i < len(params)}
+
+
+# An `in_axes` entry that is not a literal: the argument may or may not be mapped.
+UNKNOWN_AXIS = "?"
+
+
+def in_axes_entries(node: cst.BaseExpression) -> int | list | None:
+    """A vmap `in_axes` read from the source: an int (every argument), or one entry per
+    argument (an int, None for "not mapped", or UNKNOWN_AXIS); None if it cannot be read.
+
+    Handles `(0, None)`, `[0] + [None] * 9` and nested literal pytree specs."""
+    single = literal_int(node)
+    if single is not None:
+        return single
+    if isinstance(node, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return None
+        return [_axis_entry(e.value) for e in node.elements]
+    if isinstance(node, cst.BinaryOperation):
+        left, right = in_axes_entries(node.left), in_axes_entries(node.right)
+        if isinstance(node.operator, cst.Add) and isinstance(left, list) and isinstance(right, list):
+            return left + right
+        if isinstance(node.operator, cst.Multiply):
+            sequence, count = (node.left, right) if isinstance(left, list) else (node.right, left)
+            entries = in_axes_entries(sequence)
+            if isinstance(entries, list) and isinstance(count, int) and not isinstance(count, bool):
+                return entries * max(count, 0)
+    return None
+
+
+def _axis_entry(node: cst.BaseExpression) -> int | str | None:
+    if isinstance(node, cst.Name) and node.value == "None":
+        return None
+    value = literal_int(node)
+    if value is not None:
+        return value
+    leaves = _spec_leaves(node)
+    if leaves is None:
+        return UNKNOWN_AXIS
+    return 0 if any(leaf is not None for leaf in leaves) else None
+
+
+def _spec_leaves(node: cst.BaseExpression) -> list | None:
+    """The leaves of a literal pytree `in_axes` entry (`(0, None)`, `{"w": None}`), or None."""
+    if isinstance(node, cst.Name) and node.value == "None":
+        return [None]
+    if literal_int(node) is not None:
+        return [literal_int(node)]
+    if isinstance(node, (cst.Tuple, cst.List, cst.Dict)):
+        values = [e.value for e in node.elements if isinstance(e, (cst.Element, cst.DictElement))]
+        if len(values) != len(node.elements):
+            return None
+        leaves: list = []
+        for value in values:
+            found = _spec_leaves(value)
+            if found is None:
+                return None
+            leaves.extend(found)
+        return leaves
+    return None
 
 
 @dataclass(eq=False)
@@ -220,6 +300,16 @@ def _params(parameters: cst.Parameters) -> list[str]:
     if parameters.star_kwarg is not None:
         names.append(parameters.star_kwarg.name.value)
     return names
+
+
+def all_params(parameters: cst.Parameters) -> list[cst.Param]:
+    """Every parameter node: positional, `*args`, keyword-only, `**kwargs`."""
+    params = [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
+    if isinstance(parameters.star_arg, cst.Param):
+        params.append(parameters.star_arg)
+    if parameters.star_kwarg is not None:
+        params.append(parameters.star_kwarg)
+    return params
 
 
 def literal_int(node: cst.BaseExpression) -> int | None:
@@ -596,6 +686,30 @@ class ModuleFacts:
         return facts
 
     @functools.cached_property
+    def custom_derivatives(self) -> set[cst.CSTNode]:
+        """Functions with a user-defined derivative: decorated with `jax.custom_vjp` (also
+        through `functools.partial(jax.custom_vjp, nondiff_argnums=...)`), wrapped by a call
+        (`solve = jax.custom_vjp(_solve)`), or given to `lax.custom_root`/`custom_linear_solve`."""
+        found: set[cst.CSTNode] = set()
+        for info in self.functions.values():
+            for decorator in info.decorators:
+                expr = decorator.decorator
+                name = self.qualname(expr, info.parent)
+                if isinstance(expr, cst.Call):
+                    name = self.qualname(expr.func, info.parent)
+                    if name == "functools.partial" and positional(expr):
+                        name = self.qualname(positional(expr)[0], info.parent)
+                if _custom_derivative(name):
+                    found.add(info.node)
+        for call, scope in self.transform_calls:
+            if _custom_derivative(self.qualname(call.func, scope)):
+                for arg in call.args:
+                    target = self.function_for(arg.value, scope)
+                    if target is not None:
+                        found.add(target.node)
+        return found
+
+    @functools.cached_property
     def loads(self) -> set[cst.Name]:
         return loaded_names(self.module)
 
@@ -734,7 +848,9 @@ class ModuleFacts:
         dotted = dotted_name(node)
         return qualified in self.traced_decorators or (dotted in self.traced_decorators)
 
-    def _static_spec(self, transform: str, call: cst.Call) -> StaticSpec:
+    def _static_spec(self, transform: str, call: cst.Call, direct: bool = False) -> StaticSpec:
+        """The static spec of `call`: `transform(...)` itself when `direct`, else a decorator
+        factory (`jax.jit(static_argnums=...)`) or a partial (`partial(jax.vmap, in_axes=...)`)."""
         nums_kw, names_kw = TRACING_TRANSFORMS.get(transform, (None, None))
         argnums: tuple[int, ...] = ()
         argnames: tuple[str, ...] = ()
@@ -744,25 +860,41 @@ class ModuleFacts:
         if names_kw:
             value = keyword(call, names_kw)
             argnames = (literal_strs(value) or ()) if value is not None else ()
+        unknown: tuple[int, ...] = ()
         if transform.endswith("vmap"):
             # in_axes=None positions are passed through unbatched: concrete values.
             in_axes = keyword(call, "in_axes")
-            if isinstance(in_axes, (cst.Tuple, cst.List)):
-                argnums = tuple(
-                    i
-                    for i, element in enumerate(in_axes.elements)
-                    if isinstance(element.value, cst.Name) and element.value.value == "None"
-                )
-        return StaticSpec(argnums, argnames)
+            if in_axes is None and direct and len(positional(call)) >= 2:
+                in_axes = positional(call)[1]  # jax.vmap(f, (0, None))
+            entries = in_axes_entries(in_axes) if in_axes is not None else None
+            if isinstance(entries, list):
+                argnums = tuple(i for i, entry in enumerate(entries) if entry is None)
+                unknown = tuple(i for i, entry in enumerate(entries) if entry == UNKNOWN_AXIS)
+        return StaticSpec(argnums, argnames, unknown)
 
-    def _mark_root(self, info: FunctionInfo, transform: str, spec: StaticSpec) -> None:
+    def _mark_root(self, info: FunctionInfo, transform: str, spec: StaticSpec, params: list[str] | None = None) -> None:
         if transform in GRAD_TRANSFORMS:
             info.differentiated = True
             return
         info.traced = True
         info.params_traced = True
         info.traced_by = info.traced_by or transform
-        info.static_params |= spec.static_params(info.params)
+        params = info.params if params is None else params
+        info.static_params |= spec.static_params(params) | spec.unknown_params(params)
+
+    def passed_params(self, target: FunctionInfo, node: cst.BaseExpression) -> list[str]:
+        """The parameters that receive a call's arguments when `node` (which refers to
+        `target`) is called: a method taken from an instance (`self.step`, `obj.step`) is
+        bound, so positions given to a transform (`static_argnums`, `in_axes`) skip `self`."""
+        if (
+            target.class_name
+            and target.params
+            and isinstance(node, cst.Attribute)
+            and not (isinstance(node.value, cst.Name) and node.value.value == target.class_name)
+            and not any(dotted_name(d.decorator) == "staticmethod" for d in target.decorators)
+        ):
+            return target.params[1:]
+        return target.params
 
     def _find_traced(self) -> None:
         # 1. decorators
@@ -929,7 +1061,7 @@ class ModuleFacts:
         transform, spec = found
         target = self.function_for(args[0], scope)
         if target is not None:
-            self._mark_root(target, transform, spec)
+            self._mark_root(target, transform, spec, self.passed_params(target, args[0]))
         if transform in JIT_TRANSFORMS or transform == "jax.make_jaxpr":
             self.jit_calls[call] = spec
 
@@ -940,7 +1072,7 @@ class ModuleFacts:
             return None
         name = self.qualname(call.func, scope)
         if name in TRACING_TRANSFORMS or name in GRAD_TRANSFORMS:
-            return name, self._static_spec(name, call)
+            return name, self._static_spec(name, call, direct=True)
         return self.transform_of(call.func, scope)
 
     def jitted_spec(self, func: cst.BaseExpression, scope: Scope) -> StaticSpec | None:

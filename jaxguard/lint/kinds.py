@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from jaxguard.lint.facts import all_params
+
 if TYPE_CHECKING:
     from jaxguard.lint.engine import RuleContext
     from jaxguard.lint.facts import Scope
@@ -80,7 +82,7 @@ class KindTracker:
             for param in function.traced_params - {p for p, k in frame.items() if k == REF}:
                 frame[param] = JAX
             node = function.node
-            for param in _all_params(node.params):
+            for param in all_params(node.params):
                 if param.annotation is not None:
                     kind = self._annotation_kind(param.annotation.annotation, scope)
                     if kind is not None or param.name.value not in function.traced_params:
@@ -194,12 +196,3 @@ def at_update_base(call: cst.Call, methods: frozenset[str] = AT_METHODS) -> cst.
     if isinstance(receiver, cst.Subscript) and isinstance(receiver.value, cst.Attribute) and receiver.value.attr.value == "at":
         return receiver.value.value
     return None
-
-
-def _all_params(parameters: cst.Parameters) -> list[cst.Param]:
-    params = [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
-    if isinstance(parameters.star_arg, cst.Param):
-        params.append(parameters.star_arg)
-    if parameters.star_kwarg is not None:
-        params.append(parameters.star_kwarg)
-    return params

@@ -29,6 +29,7 @@ ENGINE_CODES = {code: name for code, name in (SYNTAX_ERROR, IO_ERROR, INTERNAL_E
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
+    summary: ClassVar[str]  # one plain line: what the rule finds (its document, SARIF shortDescription)
     message: ClassVar[str]
     default_on: ClassVar[bool] = True
     fix_kind: ClassVar[str] = "none"
@@ -59,6 +60,8 @@ class Rule:
         default = "on" if cls.default_on else "opt-in (select it explicitly)"
         lines = [
             f"# {cls.code} `{cls.name}`",
+            "",
+            f"{cls.summary}.",
             "",
             f"Default: {default}. Fix: {cls.fix_kind}.",
             "",
@@ -100,6 +103,8 @@ def register(rule: type[Rule]) -> type[Rule]:
     assert re.fullmatch(r"JG\d{3}", rule.code), rule.code
     assert rule.code not in REGISTRY, f"duplicate rule code {rule.code}"
     assert rule.fix_kind in FIX_KINDS, rule.fix_kind
+    summary = getattr(rule, "summary", "")
+    assert summary and "\n" not in summary and "{" not in summary, f"{rule.code} needs a one-line summary"
     REGISTRY[rule.code] = rule
     return rule
 

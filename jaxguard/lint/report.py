@@ -115,7 +115,7 @@ def _rule_descriptors() -> list[dict]:
             {
                 "id": code,
                 "name": rule.name,
-                "shortDescription": {"text": rule.message},
+                "shortDescription": {"text": rule.summary},
                 "fullDescription": {"text": " ".join(str(getattr(rule, "what", rule.message)).split())},
                 "help": {"text": document, "markdown": document},
                 "defaultConfiguration": {"level": "error" if rule.default_on else "warning"},

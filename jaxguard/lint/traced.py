@@ -8,6 +8,13 @@ loop counters over `range(<concrete>)` are concrete. Helpers reached by calls (w
 arguments may be concrete) start with no traced parameters, but see the traced values of
 the functions they close over.
 
+This is the one place that judges whether a value is static, for every rule that asks:
+dimension attributes and methods (`data_shape`, `tangent_dim`, `get_batch_axes()`), the
+elements (not the iterable) of a comprehension, comparisons with strings and pytree key
+paths, `in_axes` entries (None, run-time values, bound methods), a module-local helper's
+result (through a summary of which parameters its return value derives from), names under
+`if not_jax_tracer(x):`, and `if p is None:` branches only eager calls take.
+
 A value is not a bool but the set of parameter names it derives from ("origins"), so that
 messages can name the real parameter (`static_argnames=("n",)`). The empty set is concrete.
 
@@ -20,11 +27,23 @@ a query on any expression recombines those records. Shared per module through
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from jaxguard.lint.facts import TRACING_TRANSFORMS, FunctionInfo, ModuleFacts, Scope, keyword, positional
+from jaxguard.lint.facts import (
+    TRACING_TRANSFORMS,
+    FunctionInfo,
+    ModuleFacts,
+    Scope,
+    all_params,
+    dotted_name,
+    in_axes_entries,
+    keyword,
+    positional,
+)
+from jaxguard.lint.walk import Visitor, walk
 
 if TYPE_CHECKING:
     from jaxguard.lint.engine import RuleContext
@@ -56,6 +75,7 @@ CONCRETE_CALLS = frozenset(
         "numpy.issubdtype", "numpy.iinfo", "numpy.finfo", "numpy.promote_types", "numpy.isscalar",
         "numpy.can_cast", "numpy.iscomplexobj", "numpy.isrealobj",
         "jax.tree_util.tree_structure", "jax.tree.structure", "jax.tree_util.treedef_is_leaf",
+        "jax.tree_util.keystr",
         "jax.core.is_concrete", "jax.dtypes.result_type", "jax.dtypes.issubdtype",
         "jax.dtypes.canonicalize_dtype", "jax.typeof", "jax.numpy.asarray.__name__",
         "dataclasses.fields", "dataclasses.is_dataclass",
@@ -71,6 +91,28 @@ CONCRETE_METHODS = frozenset(
     }
 )
 _PREDICATE_PREFIXES = ("is_", "_is_", "has_", "_has_", "check_", "_check_")
+# Attribute names that hold shapes, dtypes and sizes of dimensions (`v.data_shape`,
+# `dist.batch_shape`, `self.param_dtype`, `group.tangent_dim`): Python values in every
+# library that uses them, never arrays.
+_STATIC_ATTR_SUFFIXES = ("_shape", "_ndim", "_dtype", "_dim", "_dims")
+# Methods that report shapes or axes (`u0.ndim()`, `transform.get_batch_axes()`,
+# `dist.batch_shape()`), not `reshape`, `swapaxes` or `event_shape_tensor`.
+_STATIC_METHOD = re.compile(r"(get_)?(\w+_)?(shape|ndim|axes)")
+# jax.tree_util key-path entries: comparing with one is a Python comparison of pytree paths.
+_KEY_PATH_ENTRIES = frozenset(
+    {"jax.tree_util.GetAttrKey", "jax.tree_util.DictKey", "jax.tree_util.SequenceKey",
+     "jax.tree_util.FlattenedIndexKey"}
+)
+# Annotations of containers: their truth value is their length, part of the pytree structure.
+_CONTAINER_TYPES = frozenset(
+    {"tuple", "Tuple", "list", "List", "dict", "Dict", "set", "Set", "frozenset", "FrozenSet",
+     "Sequence", "MutableSequence", "Mapping", "MutableMapping", "OrderedDict", "NamedTuple"}
+)
+
+
+def static_attribute(name: str) -> bool:
+    """An attribute that is a Python value on any object JAX traces (shape, dtype, ...)."""
+    return name in CONCRETE_ATTRS or name.endswith(_STATIC_ATTR_SUFFIXES)
 
 
 def _asks_about_tracing(tail: str) -> bool:
@@ -107,19 +149,36 @@ def _defaulted_params(node: cst.FunctionDef | cst.Lambda) -> set[str]:
 
 
 class TracedFlow:
-    def __init__(self, facts: ModuleFacts, differentiated: dict[cst.CSTNode, set[str]] | None = None) -> None:
+    def __init__(
+        self,
+        facts: ModuleFacts,
+        differentiated: dict[cst.CSTNode, set[str]] | None = None,
+        summaries: bool = False,
+    ) -> None:
         self.facts = facts
         # with `differentiated` (function -> its differentiated parameters), the JVP tracers of
         # grad/vjp are traced too (JG701: a fori_loop bound computed from them)
         self.differentiated = differentiated or {}
+        # with `summaries`, every parameter of every function is its own origin: what a
+        # function returns is then read as "derived from these parameters" (see `returns_of`)
+        self.summarising = summaries
         self.records: dict[cst.Name, frozenset[str]] = {}
         self.closure_env: dict[cst.CSTNode, dict[str, frozenset[str]]] = {}
         self.final_env: dict[cst.CSTNode, dict[str, frozenset[str]]] = {}
         self.done: set[cst.CSTNode] = set()
+        self.active: set[cst.CSTNode] = set()
+        self.returns: dict[cst.CSTNode, frozenset[str]] = {}
+        self.generators: set[cst.CSTNode] = set()
         self.bound: dict[cst.CSTNode, set[str]] = {}
-        self.uncertain = self._uncertain_functions()
-        self._partial_bindings()
-        self.static = self._static_per_root()
+        self.uncertain: set[cst.CSTNode] = set()
+        self.static: dict[cst.CSTNode, set[str]] = {}
+        if not summaries:
+            self.uncertain = self._uncertain_functions()
+            self._partial_bindings()
+            self.static = self._static_per_root()
+        self._summary_flow: TracedFlow | None = self if summaries else None
+        self._eager_used: set[cst.CSTNode] | None = None
+        self._eager = 0  # > 0 while analysing a branch that only eager calls take
         self._current: FunctionInfo | None = None
 
     @classmethod
@@ -132,8 +191,8 @@ class TracedFlow:
     # which roots have unknown static parameters -------------------------------------
     def _uncertain_functions(self) -> set[cst.CSTNode]:
         """Functions traced through a transform whose static arguments cannot be read
-        (`static_argnums=STATIC`, `**options`), or that treat non-arrays as static
-        (equinox's filter_jit/filter_vmap): their parameters are not assumed traced."""
+        (`static_argnums=STATIC`, `**options`, `in_axes=axes`), or that treat non-arrays as
+        static (equinox's filter_jit/filter_vmap): their parameters are not assumed traced."""
         facts = self.facts
         found: set[cst.CSTNode] = set()
         for info in facts.functions.values():
@@ -150,17 +209,25 @@ class TracedFlow:
         return found
 
     def _partial_bindings(self) -> None:
-        """`jit(partial(f, n=3))`, `lax.cond(p, partial(f, True), ...)`: arguments bound by the
-        partial are concrete Python values, not tracers."""
+        """`jit(partial(f, n=3))`, `lax.cond(p, partial(f, True), ...)`, and a name bound to
+        such a partial (`step = partial(step, n=3)` then `lax.cond(p, step, ...)`): arguments
+        bound by the partial are concrete Python values, not tracers."""
         facts = self.facts
         for call, scope in facts.transform_calls:
-            self._vmap_positional_axes(call, scope)
             for arg in call.args:
                 value = arg.value
                 candidates = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
                 for candidate in candidates:
-                    if isinstance(candidate, cst.Call) and facts.qualname(candidate.func, scope) == "functools.partial":
+                    if isinstance(candidate, cst.Name):
+                        owner = scope.lookup(candidate.value)
+                        for bound in owner.values.get(candidate.value, []) if owner is not None else []:
+                            if self._is_partial(bound, owner):
+                                self._bind_partial(bound, owner)
+                    elif self._is_partial(candidate, scope):
                         self._bind_partial(candidate, scope)
+
+    def _is_partial(self, node: cst.BaseExpression | None, scope: Scope) -> bool:
+        return isinstance(node, cst.Call) and self.facts.qualname(node.func, scope) == "functools.partial"
 
     def _static_per_root(self) -> dict[cst.CSTNode, set[str]]:
         """A parameter is concrete only if every transformation of the function keeps it static:
@@ -176,30 +243,13 @@ class TracedFlow:
             found = facts.transform_call(call, scope)
             if found is None or found[0] not in TRACING_TRANSFORMS:
                 continue
-            target = facts.function_for(positional(call)[0], scope)
+            function = positional(call)[0]
+            target = facts.function_for(function, scope)
             if target is not None:
-                spec = found[1]
-                specs.setdefault(target.node, []).append(spec.static_params(target.params))
+                spec, params = found[1], facts.passed_params(target, function)
+                specs.setdefault(target.node, []).append(spec.static_params(params))
+                self.bound.setdefault(target.node, set()).update(spec.unknown_params(params))
         return {node: set.intersection(*sets) for node, sets in specs.items()}
-
-    def _vmap_positional_axes(self, call: cst.Call, scope: Scope) -> None:
-        """`jax.vmap(f, (0, None))`: in_axes given positionally; None positions are not batched."""
-        name = self.facts.qualname(call.func, scope) or ""
-        args = positional(call)
-        if not name.endswith("vmap") or len(args) < 2 or keyword(call, "in_axes") is not None:
-            return
-        target = self.facts.function_for(args[0], scope)
-        if target is None:
-            return
-        axes = args[1]
-        if isinstance(axes, (cst.Tuple, cst.List)):
-            bound = self.bound.setdefault(target.node, set())
-            for index, element in enumerate(axes.elements):
-                value = element.value
-                if isinstance(value, cst.Name) and value.value == "None" and index < len(target.params):
-                    bound.add(target.params[index])
-        elif not isinstance(axes, cst.Integer):
-            self.uncertain.add(target.node)
 
     def _bind_partial(self, partial: cst.Call, scope: Scope) -> None:
         args = positional(partial)
@@ -212,8 +262,7 @@ class TracedFlow:
             self.uncertain.add(target.node)
             return
         bound = self.bound.setdefault(target.node, set())
-        skip = 1 if target.class_name and isinstance(args[0], cst.Attribute) else 0
-        bound.update(target.params[skip : skip + len(args) - 1])
+        bound.update(self.facts.passed_params(target, args[0])[: len(args) - 1])
         bound.update(a.keyword.value for a in partial.args if a.keyword is not None)
 
     def _unreadable(self, node: cst.BaseExpression, scope: Scope) -> bool:
@@ -226,10 +275,12 @@ class TracedFlow:
         inner = facts.qualname(node.func, scope)
         if inner is not None and inner.startswith(_FILTERING):
             return True
+        transform = inner
         if inner == "functools.partial":
             args = positional(node)
             if not args or not self._is_transform(args[0], scope):
                 return False
+            transform = facts.qualname(args[0], scope)
         elif inner not in TRACING_TRANSFORMS:
             return False
         for arg in node.args:
@@ -238,9 +289,12 @@ class TracedFlow:
             if arg.keyword is not None and arg.keyword.value.startswith("static_"):
                 if not _literal_spec(arg.value):
                     return True
-            if arg.keyword is not None and arg.keyword.value == "in_axes" and inner and inner.endswith("vmap"):
-                if not isinstance(arg.value, (cst.Tuple, cst.List, cst.Integer)):
-                    return True
+        if (transform or "").endswith("vmap"):
+            in_axes = keyword(node, "in_axes")
+            if in_axes is None and transform == inner and len(positional(node)) >= 2:
+                in_axes = positional(node)[1]
+            if in_axes is not None and in_axes_entries(in_axes) is None:
+                return True
         return False
 
     def _is_transform(self, node: cst.BaseExpression, scope: Scope) -> bool:
@@ -264,6 +318,8 @@ class TracedFlow:
         return self._eval(node, None, info)
 
     def traced_params(self, info: FunctionInfo) -> set[str]:
+        if self.summarising:
+            return set(info.params)
         if info.node in self.uncertain:
             return set()
         params = info.traced_params
@@ -287,17 +343,30 @@ class TracedFlow:
         env: dict[str, frozenset[str]] = {p: NONE for p in info.params}
         for param in self.traced_params(info) | self.differentiated.get(info.node, set()):
             env[param] = frozenset({param})
-        saved = self._current
-        self._current = info
+        saved, saved_eager = self._current, self._eager
+        self._current, self._eager = info, 0
+        self.active.add(info.node)
         try:
             node = info.node
             if isinstance(node, cst.Lambda):
-                self._eval(node.body, env, info)
+                self.returns[node] = self._eval(node.body, env, info)
             else:
                 self._block(node.body, env, info)
         finally:
-            self._current = saved
+            self._current, self._eager = saved, saved_eager
+            self.active.discard(info.node)
         self.final_env[info.node] = env
+
+    def returns_of(self, info: FunctionInfo) -> frozenset[str] | None:
+        """(A summarising flow.) The parameters of `info` its return value derives from; None
+        when that is not known (a generator, a recursive call, a value from a closure)."""
+        if info.node in self.active:
+            return None
+        self.analyse(info)
+        found = self.returns.get(info.node, NONE)
+        if info.node in self.generators or not found <= set(info.params):
+            return None
+        return found
 
     # statements -----------------------------------------------------------------------
     def _block(self, body, env, info) -> None:
@@ -339,6 +408,12 @@ class TracedFlow:
                 blocks.append(lambda e: self._block(orelse.body, e, info))
             else:
                 blocks.append(lambda e: None)
+            eager = self._eager_branch(node.test, info)
+            if eager is not None:
+                blocks[eager] = self._eagerly(blocks[eager])
+            for index, names in enumerate(self._concrete_in(node.test, info)):
+                if names:
+                    blocks[index] = _with_concrete(blocks[index], names)
             self._branches(blocks, env, info)
         elif isinstance(node, cst.For):
             source = ev(node.iter)
@@ -413,7 +488,9 @@ class TracedFlow:
             ev(node.value)
         elif isinstance(node, cst.Return):
             if node.value is not None:
-                ev(node.value)
+                value = ev(node.value)
+                if self._current is info:
+                    self.returns[info.node] = self.returns.get(info.node, NONE) | value
         elif isinstance(node, cst.Assert):
             ev(node.test)
             if node.msg is not None:
@@ -492,10 +569,70 @@ class TracedFlow:
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, value, env)
 
+    # branches that only eager calls take, branches where a value is concrete -------------
+    def _eager_branch(self, test: cst.BaseExpression, info: FunctionInfo) -> int | None:
+        """0 (the body) or 1 (the else branch) when it runs only in eager calls: `if p is None:`
+        on a parameter that defaults to None, in a function the module also calls directly
+        (`n = int(occupancy)` under `if max_occupancy is None:` fills in, on the host, what
+        traced callers pass)."""
+        if self.summarising or not isinstance(info.node, cst.FunctionDef):
+            return None
+        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+            return None
+        operator = test.comparisons[0].operator
+        sides = [test.left, test.comparisons[0].comparator]
+        if not isinstance(operator, (cst.Is, cst.IsNot)) or not any(_is_none(side) for side in sides):
+            return None
+        name = next((side.value for side in sides if isinstance(side, cst.Name) and not _is_none(side)), None)
+        if name is None or name not in _none_defaulted_params(info.node):
+            return None
+        if info.node not in self._eagerly_used():
+            return None
+        return 0 if isinstance(operator, cst.Is) else 1
+
+    def _concrete_in(self, test: cst.BaseExpression, info: FunctionInfo) -> tuple[set[str], set[str]]:
+        """Names known to be concrete in the body and in the else branch of `if test:`:
+        `if not_jax_tracer(x):` / `if is_concrete(x):` (the body), `if isinstance(x, Tracer):`
+        (the else branch), negated with `not`, combined with `and` (the body)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            body, orelse = self._concrete_in(test.expression, info)
+            return orelse, body
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            return self._concrete_in(test.left, info)[0] | self._concrete_in(test.right, info)[0], set()
+        if not isinstance(test, cst.Call):
+            return set(), set()
+        args = [a.value for a in test.args if a.keyword is None and not a.star]
+        tail = (call_tail(test.func) or "").lower()
+        name = self.facts.qualname(test.func, info.scope)
+        if name == "builtins.isinstance" and len(args) == 2 and "tracer" in (dotted_name(args[1]) or "").lower():
+            return set(), _names(args[:1])
+        if _asks_about_tracing(tail) and args:
+            concrete_when_true = "not" in tail or "concrete" in tail
+            return (_names(args), set()) if concrete_when_true else (set(), _names(args))
+        return set(), set()
+
+    def _eagerly(self, block):
+        def run(env) -> None:
+            self._eager += 1
+            try:
+                block(env)
+            finally:
+                self._eager -= 1
+
+        return run
+
+    def _eagerly_used(self) -> set[cst.CSTNode]:
+        if self._eager_used is None:
+            self._eager_used = eagerly_used_functions(self.facts)
+        return self._eager_used
+
     # expressions --------------------------------------------------------------------------
     def _name(self, node: cst.Name, env, info, lookup_env=None) -> frozenset[str]:
         if env is None and node in self.records:
             return self.records[node]
+        if env is not None and self._eager:
+            self.records.setdefault(node, NONE)
+            return NONE
         table = env if env is not None else lookup_env
         if table is not None and node.value in table:
             value = table[node.value]
@@ -537,7 +674,7 @@ class TracedFlow:
             return self._name(node, env, info, lookup_env)
         if isinstance(node, cst.Attribute):
             base = ev(node.value)
-            return NONE if node.attr.value in CONCRETE_ATTRS else base
+            return NONE if static_attribute(node.attr.value) else base
         if isinstance(node, cst.Subscript):
             base = ev(node.value)
             for element in node.slice:
@@ -557,9 +694,8 @@ class TracedFlow:
                 result = result | ev(target.comparator)
             if all(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
                 return NONE
-            if any(isinstance(part, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
-                   for part in (node.left, *(t.comparator for t in node.comparisons))):
-                return NONE  # `mode == "train"`: a string is never a tracer
+            if any(self._never_array(part, info) for part in (node.left, *(t.comparator for t in node.comparisons))):
+                return NONE  # `mode == "train"`: an array compared with a str is just False
             return result
         if isinstance(node, cst.IfExp):
             ev(node.test)
@@ -598,8 +734,17 @@ class TracedFlow:
         if isinstance(node, (cst.Yield,)):
             if isinstance(node.value, cst.BaseExpression):
                 ev(node.value)
+            if env is not None:
+                self.generators.add(info.node)
             return NONE
         return NONE
+
+    def _never_array(self, node: cst.BaseExpression, info: FunctionInfo) -> bool:
+        """A string, or a pytree key-path entry (`GetAttrKey("w")`): JAX arrays do not compare
+        with them (the comparison is a Python `False`/`True`, never a tracer)."""
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        return isinstance(node, cst.Call) and self.facts.qualname(node.func, info.scope) in _KEY_PATH_ENTRIES
 
     def _slice(self, item, ev) -> frozenset[str]:
         if isinstance(item, cst.Index):
@@ -616,7 +761,6 @@ class TracedFlow:
         local = dict(env) if env is not None else None
         look = dict(lookup_env) if lookup_env is not None else ({} if env is None else None)
         for_in = node.for_in
-        result = NONE
         while for_in is not None:
             source = self._eval(for_in.iter, local, info, look)
             if local is not None:
@@ -625,11 +769,12 @@ class TracedFlow:
                 self._bind(for_in.target, source, look)
             for condition in for_in.ifs:
                 self._eval(condition.test, local, info, look)
-            result = result | source
             for_in = for_in.inner_for_in
+        # the elements' origins; what is iterated reaches them through the loop variables
+        # (`any(isinstance(leaf, jax.Array) for leaf in leaves)` is a Python bool)
         if isinstance(node, cst.DictComp):
-            return result | self._eval(node.key, local, info, look) | self._eval(node.value, local, info, look)
-        return result | self._eval(node.elt, local, info, look)
+            return self._eval(node.key, local, info, look) | self._eval(node.value, local, info, look)
+        return self._eval(node.elt, local, info, look)
 
     def _call(self, node: cst.Call, ev, info: FunctionInfo) -> frozenset[str]:
         func = node.func
@@ -638,21 +783,173 @@ class TracedFlow:
             receiver = ev(func.value)
         else:
             ev(func)
-        args = NONE
-        for arg in node.args:
-            args = args | ev(arg.value)
+        each = [ev(arg.value) for arg in node.args]
+        args = NONE.union(*each)
         name = self.facts.qualname(func, info.scope)
         tail = call_tail(func) or ""
         if name in CONCRETE_CALLS or tail.startswith(_PREDICATE_PREFIXES) or _asks_about_tracing(tail):
             return NONE
-        if isinstance(func, cst.Attribute) and tail in CONCRETE_METHODS:
+        if isinstance(func, cst.Attribute) and (tail in CONCRETE_METHODS or _STATIC_METHOD.fullmatch(tail)):
             return NONE
         if tail in ("tree_map", "map") and node.args and (name or "").startswith(("jax.tree", "tree")) or tail == "tree_map":
             # tree_map(is_leafy_predicate, tree): a tree of Python bools
             mapped = call_tail(node.args[0].value) or ""
             if mapped.startswith(_PREDICATE_PREFIXES):
                 return NONE
-        return receiver | args
+        summarised = self._through_summary(node, receiver, each, info)
+        return receiver | args if summarised is None else summarised
+
+    def _through_summary(self, node: cst.Call, receiver, each, info: FunctionInfo) -> frozenset[str] | None:
+        """A call of a module-local function: its result derives from the arguments its return
+        value depends on (`_channels_last(image, axis)` reads only `image.ndim`: concrete)."""
+        func = node.func
+        if not isinstance(func, (cst.Name, cst.Attribute)) or any(arg.star for arg in node.args):
+            return None
+        callee = self.facts.function_for(func, info.scope)
+        if callee is None or not isinstance(callee.node, cst.FunctionDef) or not self._keeps_signature(callee):
+            return None
+        if self._summary_flow is None:
+            self._summary_flow = TracedFlow(self.facts, summaries=True)
+        returns = self._summary_flow.returns_of(callee)
+        if returns is None:
+            return None
+        passed = _bind_arguments(callee, self.facts.passed_params(callee, func), receiver, node, each)
+        if passed is None:
+            return None
+        return NONE.union(*(passed.get(param, NONE) for param in returns))
+
+    def _keeps_signature(self, callee: FunctionInfo) -> bool:
+        """Undecorated, or decorated by JAX (jit, custom_vjp...) or static/class methods, which
+        keep the parameters' meaning."""
+        for decorator in callee.decorators:
+            expr = decorator.decorator
+            name = self.facts.qualname(expr.func if isinstance(expr, cst.Call) else expr, callee.parent) or ""
+            if name == "functools.partial" and isinstance(expr, cst.Call) and positional(expr):
+                name = self.facts.qualname(positional(expr)[0], callee.parent) or ""
+            if not name.startswith("jax.") and dotted_name(expr) not in ("staticmethod", "classmethod"):
+                return False
+        return True
+
+
+def _bind_arguments(callee: FunctionInfo, passed_params: list[str], receiver, call: cst.Call, each) -> dict | None:
+    """Parameter -> origins of the argument it receives in `call` (None if unclear)."""
+    params = callee.node.params
+    found: dict[str, frozenset[str]] = {}
+    positional_names = [p.name.value for p in (*params.posonly_params, *params.params)]
+    if len(passed_params) < len(callee.params):  # a bound method: `self` is the receiver
+        found[callee.params[0]] = receiver
+        positional_names = positional_names[1:]
+    keywords = {p.name.value for p in (*params.params, *params.kwonly_params)}
+    star = params.star_arg.name.value if isinstance(params.star_arg, cst.Param) else None
+    star_kwarg = params.star_kwarg.name.value if params.star_kwarg is not None else None
+    index = 0
+    for arg, origins in zip(call.args, each):
+        if arg.keyword is None:
+            if index < len(positional_names):
+                target = positional_names[index]
+            elif star is not None:
+                target = star
+            else:
+                return None
+            index += 1
+        elif arg.keyword.value in keywords:
+            target = arg.keyword.value
+        elif star_kwarg is not None:
+            target = star_kwarg
+        else:
+            return None
+        found[target] = found.get(target, NONE) | origins
+    return found
+
+
+_DISPLAYS = (cst.Tuple, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
+
+
+def is_container(node: cst.BaseExpression, info: FunctionInfo | None) -> bool:
+    """A tuple, list, dict or set: a display, a name bound only to displays, or a parameter
+    annotated as one (`limit: Tuple[Array, Array]`, `Optional[dict]`). Its truth value is its
+    length, fixed by the pytree structure even when its elements are traced."""
+    if isinstance(node, _DISPLAYS):
+        return True
+    if not isinstance(node, cst.Name) or info is None:
+        return False
+    owner = info.scope.lookup(node.value)
+    if owner is None or owner.function is None:
+        return False
+    values = owner.values.get(node.value, [])
+    if node.value not in owner.params:
+        return bool(values) and all(isinstance(v, _DISPLAYS) for v in values)
+    if values:  # a parameter that is rebound
+        return False
+    return annotation_name(parameter_annotation(owner.function, node.value)) in _CONTAINER_TYPES
+
+
+def _names(nodes) -> set[str]:
+    return {node.value for node in nodes if isinstance(node, cst.Name)}
+
+
+def _with_concrete(block, names: set[str]):
+    def run(env) -> None:
+        for name in names:
+            env[name] = NONE
+        block(env)
+
+    return run
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _none_defaulted_params(node: cst.FunctionDef) -> set[str]:
+    params = node.params
+    return {
+        p.name.value
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        if p.default is not None and _is_none(p.default)
+    }
+
+
+def eagerly_used_functions(facts: ModuleFacts) -> set[cst.CSTNode]:
+    """Module-local functions that code outside any traced function refers to by name other
+    than to hand them to a transformation (`jax.jit(f)`, `lax.cond(p, f, g)`): called eagerly
+    somewhere, or kept for an eager call (`kernel = f if state is None else f_jit`)."""
+    handed: set[cst.CSTNode] = set()
+    for call, _ in facts.transform_calls:
+        handed.update(positional(call))
+    loads = facts.loads
+    found: set[cst.CSTNode] = set()
+
+    class _Refs(Visitor):
+        def __init__(self) -> None:
+            self.scopes: list[Scope] = []
+
+        def _enter(self, node: cst.CSTNode) -> None:
+            self.scopes.append(facts.scopes[node])
+
+        def _leave(self, node: cst.CSTNode) -> None:
+            self.scopes.pop()
+
+        visit_Module = visit_ClassDef = visit_FunctionDef = visit_Lambda = _enter
+        leave_Module = leave_ClassDef = leave_FunctionDef = leave_Lambda = _leave
+
+        def visit_Decorator(self, node: cst.Decorator) -> bool:
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node not in loads or node in handed:
+                return
+            scope = self.scopes[-1]
+            owner = scope.lookup(node.value)
+            target = owner.defs.get(node.value) if owner is not None else None
+            if target is None:
+                return
+            function = facts.enclosing_function(scope)
+            if function is None or not function.traced:
+                found.add(target.node)
+
+    walk(facts.module, _Refs())
+    return found
 
 
 def _merge_into(env: dict, other: dict) -> None:
@@ -670,23 +967,77 @@ def _literal_spec(node: cst.BaseExpression) -> bool:
     return False
 
 
-def static_hint(origins: frozenset[str], info: FunctionInfo | None) -> str:
-    """`static_argnames=("n",)` when the traced function is compiled by a jit that has it."""
+# Annotations of arrays (jax, numpy, chex, jaxtyping): such a parameter cannot be made static.
+_ARRAY_ANNOTATIONS = frozenset(
+    {"Array", "ndarray", "ArrayLike", "ArrayTree", "Float", "Int", "Bool", "Complex", "Shaped", "Num",
+     "Real", "UInt", "Inexact", "Integer", "Key", "PRNGKeyArray", "Tracer"}
+)
+
+
+def parameter_annotation(info: FunctionInfo | None, name: str) -> cst.BaseExpression | None:
+    """The annotation of parameter `name` of `info`, if it has one."""
+    if info is None or not isinstance(info.node, cst.FunctionDef):
+        return None
+    for param in all_params(info.node.params):
+        if param.name.value == name:
+            return param.annotation.annotation if param.annotation is not None else None
+    return None
+
+
+def annotation_name(annotation: cst.BaseExpression | None) -> str:
+    """The last name of a type annotation, Optional removed: `Optional[Tuple[Array, Array]]`,
+    `tuple[int, int] | None` and `"jax.Array"` give `Tuple`, `tuple`, `Array`; "" for None."""
+    if annotation is None:
+        return ""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        others = [side for side in (annotation.left, annotation.right) if not _is_none(side)]
+        return annotation_name(others[0]) if len(others) == 1 else ""
+    if isinstance(annotation, cst.Subscript):
+        base = (dotted_name(annotation.value) or "").rsplit(".", 1)[-1]
+        if base == "Optional" and len(annotation.slice) == 1 and isinstance(annotation.slice[0].slice, cst.Index):
+            return annotation_name(annotation.slice[0].slice.value)
+        return base
+    if isinstance(annotation, cst.SimpleString):
+        text = annotation.evaluated_value
+        return text.rsplit(".", 1)[-1] if isinstance(text, str) else ""
+    return (dotted_name(annotation) or "").rsplit(".", 1)[-1]
+
+
+def array_parameter(name: str, info: FunctionInfo | None, facts: ModuleFacts) -> bool:
+    """`name` is a parameter (of `info` or a function enclosing it) annotated as an array."""
+    while info is not None:
+        if name in info.params:
+            return annotation_name(parameter_annotation(info, name)) in _ARRAY_ANNOTATIONS
+        info = facts.enclosing_function(info.parent)
+    return False
+
+
+def static_candidates(origins: frozenset[str], info: FunctionInfo | None, facts: ModuleFacts) -> list[str]:
+    """The traced arguments in `origins` that may be Python values (not annotated as arrays,
+    which cannot be static), when the function is compiled by a jit with static_argnames."""
     if not origins or info is None:
+        return []
+    if info.traced_by not in ("jax.jit", "jax.experimental.pjit.pjit", "flax.nnx.jit"):
+        return []
+    return sorted(n for n in origins if not array_parameter(n, info, facts))
+
+
+def static_hint(origins: frozenset[str], info: FunctionInfo | None, facts: ModuleFacts) -> str:
+    """`static_argnames=("n",)` for `static_candidates`; "" when there are none."""
+    candidates = static_candidates(origins, info, facts)
+    if not candidates:
         return ""
-    by = info.traced_by
-    if by not in ("jax.jit", "jax.experimental.pjit.pjit", "flax.nnx.jit"):
-        return ""
-    names = ", ".join(f'"{n}"' for n in sorted(origins)[:3])
-    comma = "," if len(origins) == 1 else ""
+    names = ", ".join(f'"{n}"' for n in candidates)
+    comma = "," if len(candidates) == 1 else ""
     return f"static_argnames=({names}{comma})"
 
 
 def describe(origins: frozenset[str]) -> str:
+    """`argument 'x'` / `arguments 'n', 'x'`: every traced argument, by name."""
     names = sorted(origins)
-    shown = ", ".join(f"'{n}'" for n in names[:3])
+    shown = ", ".join(f"'{n}'" for n in names)
     noun = "argument" if len(names) == 1 else "arguments"
     return f"{noun} {shown}"
 
 
-__all__ = ["TracedFlow", "static_hint", "describe", "call_tail", "keyword"]
+__all__ = ["TracedFlow", "static_candidates", "static_hint", "describe", "call_tail", "keyword"]

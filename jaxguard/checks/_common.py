@@ -1,0 +1,113 @@
+"""Small syntax helpers that several rule families share (literal values, bindings, subtrees).
+
+Judgements about what a value is (traced or static, an array or a list) live in the facts
+pass (`jaxguard.lint.facts`, `traced`, `kinds`); this module only reads the source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import libcst as cst
+
+from jaxguard.lint.facts import FunctionInfo, Scope, all_params, literal_str
+from jaxguard.lint.walk import Visitor, walk
+
+
+def number(node: cst.BaseExpression | None) -> float | None:
+    """The value of an int or float literal (`1e-3`, `0x10`, `1_000`, `-2.5`), else None."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        value = number(node.expression)
+        return None if value is None else -value
+    if isinstance(node, (cst.Integer, cst.Float)):
+        try:
+            return float(node.evaluated_value)
+        except (ValueError, SyntaxError, OverflowError):
+            return None
+    return None
+
+
+def single_binding(ctx, name: str) -> cst.BaseExpression | None:
+    """The one value `name` is bound to where it is visible: its only assignment, or the
+    default of a parameter that is never rebound; else None."""
+    owner = ctx.scope.lookup(name)
+    if owner is None:
+        return None
+    values = owner.values.get(name, [])
+    if name in owner.params:
+        function = owner.function
+        if values or function is None or not isinstance(function.node, cst.FunctionDef):
+            return None
+        for param in all_params(function.node.params):
+            if param.name.value == name:
+                return param.default
+        return None
+    return values[0] if len(values) == 1 else None
+
+
+def known_number(ctx, node: cst.BaseExpression | None) -> float | None:
+    """A literal number, or a name bound once to one (`tol = 0.08`, `def f(r, cutoff=8.0)`)."""
+    value = number(node)
+    if value is None and isinstance(node, cst.Name):
+        value = number(single_binding(ctx, node.value))
+    return value
+
+
+def environ_key(subscript: cst.Subscript) -> str | None:
+    """"KEY" in `os.environ["KEY"]`."""
+    if len(subscript.slice) != 1 or not isinstance(subscript.slice[0].slice, cst.Index):
+        return None
+    return literal_str(subscript.slice[0].slice.value)
+
+
+def descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node` and every node below it, in source order."""
+    found: list[cst.CSTNode] = []
+
+    class _Collect(Visitor):
+        def on_visit(self, child: cst.CSTNode) -> bool:
+            found.append(child)
+            return True
+
+    walk(node, _Collect())
+    return found
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in descendants(node) if isinstance(n, cst.Name)}
+
+
+def self_assignments(ctx, method: FunctionInfo | None, attribute: str) -> list[tuple[cst.BaseExpression, FunctionInfo]] | None:
+    """The values the methods of `method`'s class assign to `self.<attribute>` (`self.w =
+    np.ones(3)` in `setUp`, `self.lamb = popsize` in `__init__`), each with the method that
+    assigns it; None outside a class."""
+    while method is not None and not method.class_name:
+        method = ctx.facts.enclosing_function(method.parent)
+    if method is None:
+        return None
+    found: list[tuple[cst.BaseExpression, FunctionInfo]] = []
+    for function in method.parent.defs.values():
+        receiver = function.params[0] if function.params else None
+        for node in descendants(function.node):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    t = target.target
+                    if (
+                        isinstance(t, cst.Attribute)
+                        and t.attr.value == attribute
+                        and isinstance(t.value, cst.Name)
+                        and t.value.value == receiver
+                    ):
+                        found.append((node.value, function))
+    return found
+
+
+@contextlib.contextmanager
+def resolving_in(ctx, scope: Scope):
+    """Resolve names as in `scope` (where a value was bound) while judging that value."""
+    saved = ctx.scope_stack
+    ctx.scope_stack = [scope]
+    try:
+        yield
+    finally:
+        ctx.scope_stack = saved
