@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxguard.lint.facts import LAX_LOOPS, ModuleFacts, Scope, assigned_names, dotted_name, literal_int, positional, target_name_nodes
+from jaxguard.lint.facts import LAX_LOOPS, ModuleFacts, Scope, assigned_names, literal_int, positional, target_name_nodes
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.walk import Visitor, walk
 
@@ -259,7 +259,7 @@ class KeyFlow:
             return  # `is_prng_key(key)`, `check_key(key)`: looking is not drawing
         callee = self.facts.function_for(call.func, self.scope)
         for key, arg, node in found:
-            param = _receiving_param(callee, call, arg) if callee is not None and node is arg.value else None
+            param = _receiving_param(self.facts, callee, call, arg) if callee is not None and node is arg.value else None
             if param is not None and not consumes_param(self.facts, callee, param):
                 continue  # the callee ignores it, or re-derives it with fold_in
             self._consume(key, node, consumer, False, state)
@@ -347,7 +347,7 @@ def _is_clone(func: cst.BaseExpression) -> bool:
     return tail == "clone"
 
 
-def _receiving_param(callee, call: cst.Call, arg: cst.Arg) -> str | None:
+def _receiving_param(facts: ModuleFacts, callee, call: cst.Call, arg: cst.Arg) -> str | None:
     """The parameter of module-local `callee` that `arg` of `call` binds, if it is known."""
     node = callee.node
     if isinstance(node, cst.Lambda):
@@ -355,12 +355,6 @@ def _receiving_param(callee, call: cst.Call, arg: cst.Arg) -> str | None:
     parameters = node.params
     positional_params = [p.name.value for p in (*parameters.posonly_params, *parameters.params)]
     names = {p.name.value for p in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params)}
-    bound = (
-        callee.class_name is not None
-        and isinstance(call.func, cst.Attribute)
-        and not any(dotted_name(d.decorator) == "staticmethod" for d in callee.decorators)
-        and not (isinstance(call.func.value, cst.Name) and call.func.value.value == callee.class_name)
-    )
     if arg.keyword is not None:
         return arg.keyword.value if arg.keyword.value in names else None
     index = 0
@@ -371,7 +365,8 @@ def _receiving_param(callee, call: cst.Call, arg: cst.Arg) -> str | None:
             break
         if other.keyword is None:
             index += 1
-    index += 1 if bound else 0  # `self.step(state, key)`: `self` is bound
+    if len(facts.passed_params(callee, call.func)) < len(callee.params):
+        index += 1  # `self.step(state, key)`: `self` is bound
     return positional_params[index] if index < len(positional_params) else None
 
 
@@ -387,7 +382,7 @@ def _keys_for_callees(facts: ModuleFacts, calls, scope: Scope) -> set[str]:
         if callee is None:
             continue
         for arg in candidates:
-            param = _receiving_param(callee, call, arg)
+            param = _receiving_param(facts, callee, call, arg)
             if param is not None and consumes_param(facts, callee, param):
                 names.add(arg.value.value)  # type: ignore[attr-defined]
     return names

@@ -30,8 +30,10 @@ from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.traced import (
     NONE,
     TracedFlow,
+    annotation_name,
     describe,
     is_container,
+    parameter_annotation,
     static_candidates,
     static_hint,
 )
@@ -1180,7 +1182,7 @@ class UnhashableStaticArg(Rule):
             ):
                 self.report(
                     hashed,
-                    f"__hash__ hashes '{receiver}.{hashed.attr.value}', a JAX array: arrays are unhashable, so hashing "
+                    f"__hash__ hashes '{receiver}.{hashed.attr.value}', an array: arrays are unhashable, so hashing "
                     f"an instance (as jit does with a static argument) raises TypeError; hash static fields only",
                 )
 
@@ -1238,44 +1240,41 @@ def _hashed_values(function: cst.FunctionDef) -> list[cst.BaseExpression]:
     return found
 
 
-_ARRAY_ANNOTATIONS = frozenset({"jax.Array", "jax.numpy.ndarray"})
+# Annotations of arrays (`jax.Array`, `jnp.ndarray`, `np.ndarray`): all unhashable.
+_ARRAY_ANNOTATIONS = frozenset({"Array", "ndarray"})
 
 
 def _array_attributes(facts, class_scope) -> set[str]:
-    """Fields of a module-local class that hold a JAX array: annotated `jax.Array` in the class
-    body (a dataclass field), or set in `__init__` from a parameter so annotated or from a
-    `jax.numpy` call."""
+    """Fields of a module-local class that hold an array: annotated as one in the class body
+    (a dataclass field), or set in `__init__` from a parameter so annotated or from a
+    `jax.numpy`/`numpy` call."""
     found: set[str] = set()
     body = class_scope.node.body
     for statement in body.body if isinstance(body, cst.IndentedBlock) else ():
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                    if facts.qualname(small.annotation.annotation, class_scope) in _ARRAY_ANNOTATIONS:
+                    if annotation_name(small.annotation.annotation) in _ARRAY_ANNOTATIONS:
                         found.add(small.target.value)
     init = class_scope.defs.get("__init__")
     if init is None or not init.params or isinstance(init.node, cst.Lambda):
         return found
-    params = init.node.params
-    array_params = {
-        p.name.value
-        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-        if p.annotation is not None and facts.qualname(p.annotation.annotation, class_scope) in _ARRAY_ANNOTATIONS
-    }
+    array_params = {p for p in init.params if annotation_name(parameter_annotation(init, p)) in _ARRAY_ANNOTATIONS}
     receiver = init.params[0]
+
+    def is_array(value: cst.BaseExpression) -> bool:
+        if isinstance(value, cst.Name):
+            return value.value in array_params
+        name = (facts.qualname(value.func, init.scope) or "") if isinstance(value, cst.Call) else ""
+        return name.startswith((*kinds.JAX_ARRAY_MODULES, "numpy.")) and name not in kinds.NOT_ARRAYS
 
     class _Collect(Visitor):
         def visit_Assign(self, assign: cst.Assign) -> None:
-            value = assign.value
-            is_array = (isinstance(value, cst.Name) and value.value in array_params) or (
-                isinstance(value, cst.Call)
-                and (facts.qualname(value.func, init.scope) or "").startswith(kinds.JAX_ARRAY_MODULES)
-                and facts.qualname(value.func, init.scope) not in kinds.NOT_ARRAYS
-            )
             for target in assign.targets:
                 t = target.target
-                if is_array and isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == receiver:
-                    found.add(t.attr.value)
+                if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == receiver:
+                    if is_array(assign.value):
+                        found.add(t.attr.value)
 
     walk(init.node, _Collect())
     return found
