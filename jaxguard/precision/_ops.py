@@ -62,7 +62,9 @@ AMPLIFICATION_LIMIT = 10.0
 
 _SUMMARY = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?::\d+)?(?: \((?P<func>.*)\))?$")
 _TINY = float(np.finfo(np.float64).tiny)
-_N_STATS = 7  # local: diff, ratio; shadow: diff, ratio; scale; count; flips
+# local: diff, ratio; shadow: diff, ratio; scale; count; the local and shadow ratios again in
+# the program's common tolerance (see _common_tolerance); flips
+_N_STATS = 9
 UNRECORDED = -1  # origin of error from ops that were skipped or are not floats
 
 
@@ -189,9 +191,10 @@ class OpsReport:
 def _describe(r) -> str:
     if r.flips:
         return f"{r.flips} element(s) differ from float64"
+    beyond = f"{r.tolerance_ratio:.3g}x allowed" if np.isfinite(r.tolerance_ratio) else "overflow or NaN"
     return (
         f"{r.mismatches} element(s) off the float64 program beyond rtol={r.rtol:g}, atol={r.atol:g}; "
-        f"max abs error {r.max_abs_error:.3g} ({r.tolerance_ratio:.3g}x allowed); amplification {r.amplification:.3g}"
+        f"max abs error {r.max_abs_error:.3g} ({beyond}); amplification {r.amplification:.3g}"
     )
 
 
@@ -219,27 +222,38 @@ def _differences(working, reference, rtol, atol):
     return diff, jnp.where(diff == 0, 0.0, diff / (atol + rtol * jnp.abs(reference)))
 
 
-def _float_stats(working, shadow, local, rtol, atol):
-    """[local max diff, local max ratio, shadow max diff, shadow max ratio,
-    max finite |shadow|, count out of tolerance against the shadow].
+def _float_stats(working, shadow, local, tol, common):
+    """[local max diff, local max ratio, shadow max diff, shadow max ratio, max finite
+    |shadow|, count out of tolerance against the shadow, local max ratio and shadow max
+    ratio in the common tolerance].
 
-    ``local`` None means it equals the shadow (the op's inputs were exact).
+    Ratios are to the op's own tolerance ``tol`` (rtol, atol) and, when it differs, to the
+    program's ``common`` one. ``local`` None means it equals the shadow (the op's inputs
+    were exact).
     """
-    a_diff, a_ratio = _differences(working, shadow, rtol, atol)
-    magnitude = jnp.where(jnp.isfinite(shadow), jnp.abs(shadow), 0.0)
+    a_diff, a_ratio = _differences(working, shadow, *tol)
+    arrays = {"a_diff": a_diff, "a_ratio": a_ratio, "scale": jnp.where(jnp.isfinite(shadow), jnp.abs(shadow), 0.0)}
+    if local is not None:
+        arrays["l_diff"], arrays["l_ratio"] = _differences(working, local, *tol)
+    if common != tol:
+        arrays["a_common"] = _differences(working, shadow, *common)[1]
+        if local is not None:
+            arrays["l_common"] = _differences(working, local, *common)[1]
+    m = dict(zip(arrays, _max_all(*arrays.values())))
+    m.setdefault("l_diff", m["a_diff"])
+    m.setdefault("l_ratio", m["a_ratio"])
+    m.setdefault("a_common", m["a_ratio"])
+    m.setdefault("l_common", m["l_ratio"] if common == tol else m["a_common"])
     count = jnp.sum((~(a_ratio <= 1)).astype(jnp.float64))
-    if local is None:
-        a_max, a_ratio_max, scale = _max_all(a_diff, a_ratio, magnitude)
-        return [a_max, a_ratio_max, a_max, a_ratio_max, scale, count]
-    l_diff, l_ratio = _differences(working, local, rtol, atol)
-    return [*_max_all(l_diff, l_ratio, a_diff, a_ratio, magnitude), count]
+    return [m["l_diff"], m["l_ratio"], m["a_diff"], m["a_ratio"], m["scale"], count, m["l_common"], m["a_common"]]
 
 
 class _Instrumenter:
     """Evaluates a jaxpr three ways at trace time and collects per-record statistics."""
 
-    def __init__(self, rtol, atol, max_checks, max_numel):
+    def __init__(self, rtol, atol, common, max_checks, max_numel):
         self.rtol, self.atol = rtol, atol
+        self.common = common
         self.max_checks, self.max_numel = max_checks, max_numel
         self.sites = []
         self.stats = []
@@ -321,9 +335,9 @@ class _Instrumenter:
                     local = apply_wide(eqn, [widen(x) for x in win])
                 # Like assert_close on mixed dtypes, the loosest of inputs and output: an
                 # upcast from float16 must not be held to float32's tolerance.
-                rtol, atol = tolerance(aval.dtype, *float_in_dtypes, rtol=self.rtol, atol=self.atol)
-                vec = _float_stats(w, s, None if local is sout else local[k], rtol, atol) + [0]
-                origins.append((self._add(eqn, k, merged, rtol, atol, vec),))
+                tol = tolerance(aval.dtype, *float_in_dtypes, rtol=self.rtol, atol=self.atol)
+                vec = _float_stats(w, s, None if local is sout else local[k], tol, self.common) + [0]
+                origins.append((self._add(eqn, k, merged, *tol, vec),))
             else:
                 if float_in or eqn.primitive in CONTROL_FLOW:
                     flips = jnp.sum(w != s)
@@ -342,8 +356,37 @@ class _Instrumenter:
         return len(self.sites) - 1
 
 
-def _records_from_stats(sites, stats):
+def _common_tolerance(closed, rtol, atol):
+    """One tolerance for the whole program: the loosest default among its float dtypes.
+
+    Scores and amplification are measured in it, so that error coming from a bfloat16
+    op into a float32 one is not counted again in float32's far tighter units.
+    """
+    dtypes = [v.aval.dtype for v in closed.jaxpr.invars]
+    todo = [closed.jaxpr]
+    while todo:
+        jaxpr = todo.pop()
+        dtypes += [v.aval.dtype for eqn in jaxpr.eqns for v in eqn.outvars if not is_key(v.aval)]
+        todo += jcore.subjaxprs(jaxpr)
+    floats = [d for d in dtypes if not jax.dtypes.issubdtype(d, jax.dtypes.extended) and is_inexact(d)]
+    return tolerance(*floats or [np.float32], rtol=rtol, atol=atol)
+
+
+def _finite_or_inf(row):
+    """Statistics as floats; a NaN difference (the working value went NaN, float64 did
+    not) is an infinite error, and infinities stay infinite (not float64's max)."""
+    row = np.asarray(row, np.float64)
+    return np.where(np.isnan(row), np.inf, row).tolist()
+
+
+def _ratio(num, den):
+    """num / den where inf / inf (an infinite error passed on) counts as 1."""
+    return 1.0 if num == den == np.inf else num / den
+
+
+def _records_from_stats(sites, stats, common):
     records = []
+    common_ratios = []  # each record's tolerance ratio against the shadow, in common units
     for i, (site, row) in enumerate(zip(sites, stats)):
         eqn = site.eqn
         aval = eqn.invars[0].aval if site.output < 0 else eqn.outvars[site.output].aval
@@ -357,9 +400,9 @@ def _records_from_stats(sites, stats):
             rtol=site.rtol,
             atol=site.atol,
         )
-        # A NaN difference (the working value went NaN, float64 did not) is an infinite error.
-        l_diff, l_ratio, a_diff, a_ratio, scale, a_bad, flips = np.nan_to_num(row, nan=np.inf).tolist()
+        l_diff, l_ratio, a_diff, a_ratio, scale, a_bad, l_common, a_common, flips = _finite_or_inf(row)
         rec.flips = int(flips)
+        common_ratios.append(a_common)
         if not is_inexact(aval.dtype):
             rec.score = float(rec.flips)
             rec.failed = rec.flips > 0
@@ -369,12 +412,22 @@ def _records_from_stats(sites, stats):
         rec.accumulated_error = a_diff / max(scale, _TINY) if a_diff else 0.0
         rec.local_tolerance_ratio, rec.tolerance_ratio, rec.mismatches = l_ratio, a_ratio, int(a_bad)
         rec.max_abs_error = a_diff
-        inputs = [records[j] for j in site.inputs if j != UNRECORDED]
-        ratio_in = max((r.tolerance_ratio for r in inputs), default=0.0)
-        # One rounding of the output is eps / rtol in tolerance units: the least error "in".
-        one_rounding = float(finfo(aval.dtype).eps) / max(site.rtol, _TINY)
-        rec.amplification = a_ratio / max(ratio_in, one_rounding)
-        rec.score = max(l_ratio, a_ratio / max(ratio_in, 1.0))
+        # Blame is measured in one unit for the whole program: an exact float32 sum of
+        # bfloat16 values neither amplifies nor adds error. An op amplifies when it makes
+        # the error larger both elementwise (in the common tolerance) and normwise (relative
+        # to the tensor's size): a sum with outputs near zero, or x - max(x) in a softmax,
+        # has a large elementwise relative error there, but no more error than came in.
+        inputs = [j for j in site.inputs if j != UNRECORDED]
+        ratio_in = max((common_ratios[j] for j in inputs), default=0.0)
+        error_in = max((records[j].accumulated_error for j in inputs), default=0.0)
+        eps = float(finfo(aval.dtype).eps)  # one rounding: the least error "in"
+        rec.amplification = min(
+            _ratio(a_common, max(ratio_in, eps / max(common[0], _TINY))),
+            _ratio(rec.accumulated_error, max(error_in, eps / 2)),
+        )
+        # The error it introduces: its own rounding, or what its amplification added.
+        added = a_common - ratio_in if rec.amplification > AMPLIFICATION_LIMIT else 0.0
+        rec.score = max(l_common, added)
         # Fail an op for its own rounding beyond tolerance, or for pushing the program's
         # error beyond tolerance by amplifying what came in more than tenfold; a
         # well-conditioned op (x**3 triples relative error) passing an error on is not it.
@@ -400,7 +453,7 @@ def _compile(fn, leaves, in_tree, rtol, atol, max_checks, max_numel):
         return fn(*jax.tree_util.tree_unflatten(in_tree, xs))
 
     closed, out_shape = jax.make_jaxpr(flat_fn, return_shape=True)(*leaves)
-    inst = _Instrumenter(rtol, atol, max_checks, max_numel)
+    inst = _Instrumenter(rtol, atol, _common_tolerance(closed, rtol, atol), max_checks, max_numel)
 
     def run(consts, xs):
         outs, _, _ = inst.eval(closed.jaxpr, consts, xs, [widen(x) for x in xs], [()] * len(xs))
@@ -435,7 +488,7 @@ def _run(fn, args, rtol, atol, max_checks, max_numel):
     compiled, consts, inst, out_tree = entry
     with jax.enable_x64(True):
         outs, stats = compiled(consts, leaves)
-    records = _records_from_stats(inst.sites, np.asarray(stats))
+    records = _records_from_stats(inst.sites, np.asarray(stats), inst.common)
     name = getattr(fn, "__name__", type(fn).__name__)
     return OpsReport(records, jax.tree_util.tree_unflatten(out_tree, outs), inst.skipped, name)
 

@@ -37,3 +37,9 @@ def test_bitwise_equal_and_algorithmic_verdict():
     d = divergence(lambda v: jnp.exp(v) * 3.0, jnp.asarray(RNG.standard_normal(16), jnp.float32))
     assert d.bitwise_equal and d.jit_vs_eager == 0.0
     assert "algorithm" in d.verdict
+
+
+def test_infinite_differences_are_inf():
+    d = divergence(lambda v: v * 1e38 * 10.0, jnp.ones(3, jnp.float32))
+    assert d.eager_vs_f64 == d.jit_vs_f64 == np.inf
+    assert "e+308" not in str(d) and "eager vs f64: inf" in str(d)
