@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import source_info_util
 
+from jaxguard.precision._inputs import split, trace
 from jaxguard.precision._shadow import (
     apply_wide,
     bind,
@@ -441,18 +442,8 @@ _CACHE: "collections.OrderedDict" = collections.OrderedDict()
 _CACHE_SIZE = 32
 
 
-def _flatten_inputs(args):
-    leaves, in_tree = jax.tree_util.tree_flatten(args)
-    # Convert outside x64 so Python scalars get the user's default (float32) dtype.
-    leaves = [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in leaves]
-    return leaves, in_tree
-
-
-def _compile(fn, leaves, in_tree, rtol, atol, max_checks, max_numel):
-    def flat_fn(*xs):
-        return fn(*jax.tree_util.tree_unflatten(in_tree, xs))
-
-    closed, out_shape = jax.make_jaxpr(flat_fn, return_shape=True)(*leaves)
+def _compile(inputs, rtol, atol, max_checks, max_numel):
+    closed, out_shape = trace("check_ops", inputs.fn, inputs.arrays, inputs.scalars)
     inst = _Instrumenter(rtol, atol, _common_tolerance(closed, rtol, atol), max_checks, max_numel)
 
     def run(consts, xs):
@@ -461,13 +452,13 @@ def _compile(fn, leaves, in_tree, rtol, atol, max_checks, max_numel):
         return outs, stats
 
     with jax.enable_x64(True):
-        compiled = jax.jit(run).lower(closed.consts, leaves).compile()
+        compiled = jax.jit(run).lower(closed.consts, inputs.arrays).compile()
     return compiled, closed.consts, inst, jax.tree_util.tree_structure(out_shape)
 
 
-def _cache_key(fn, leaves, in_tree, *settings):
+def _cache_key(fn, leaves, *settings):
     avals = tuple((x.shape, str(x.dtype), getattr(x, "weak_type", False)) for x in leaves)
-    key = (fn, in_tree, avals, settings)
+    key = (fn, avals, settings)
     try:
         hash(key)
     except TypeError:
@@ -475,22 +466,20 @@ def _cache_key(fn, leaves, in_tree, *settings):
     return key
 
 
-def _run(fn, args, rtol, atol, max_checks, max_numel):
-    leaves, in_tree = _flatten_inputs(args)
-    key = _cache_key(fn, leaves, in_tree, rtol, atol, max_checks, max_numel)
+def _run(inputs, rtol, atol, max_checks, max_numel):
+    key = _cache_key(inputs.fn, inputs.arrays, rtol, atol, max_checks, max_numel)
     entry = _CACHE.get(key) if key is not None else None
     if entry is None:
-        entry = _compile(fn, leaves, in_tree, rtol, atol, max_checks, max_numel)
+        entry = _compile(inputs, rtol, atol, max_checks, max_numel)
         if key is not None:
             _CACHE[key] = entry
             if len(_CACHE) > _CACHE_SIZE:
                 _CACHE.popitem(last=False)
     compiled, consts, inst, out_tree = entry
     with jax.enable_x64(True):
-        outs, stats = compiled(consts, leaves)
+        outs, stats = compiled(consts, inputs.arrays)
     records = _records_from_stats(inst.sites, np.asarray(stats), inst.common)
-    name = getattr(fn, "__name__", type(fn).__name__)
-    return OpsReport(records, jax.tree_util.tree_unflatten(out_tree, outs), inst.skipped, name)
+    return OpsReport(records, jax.tree_util.tree_unflatten(out_tree, outs), inst.skipped, inputs.fn.__name__)
 
 
 class _Log:
@@ -516,8 +505,13 @@ class _Log:
                 fh.writelines(lines)
 
 
-def check_ops(fn, *args, rtol=None, atol=None, max_checks=10, log_once=True, path=None, max_numel=1 << 20, _log=None):
+def check_ops(
+    fn, *args, static_argnums=(), rtol=None, atol=None, max_checks=10, log_once=True, path=None, max_numel=1 << 20, _log=None
+):
     """Check every equation of ``fn(*args)`` against float64; return an OpsReport.
+
+    Arguments at ``static_argnums`` are held fixed (as ``jax.jit``'s static arguments); the
+    others must be arrays, numbers or pytrees of them.
 
     Options follow FlagGems' precision checker: ``rtol``/``atol`` override the per-dtype
     defaults (pass both or neither); at most ``max_checks`` equations per (primitive,
@@ -527,8 +521,8 @@ def check_ops(fn, *args, rtol=None, atol=None, max_checks=10, log_once=True, pat
     function and input types and cached.
     """
     if (rtol is None) != (atol is None):
-        raise ValueError("pass both rtol and atol, or neither")
-    report = _run(fn, args, rtol, atol, max_checks, max_numel)
+        raise ValueError("check_ops: pass both rtol and atol, or neither")
+    report = _run(split("check_ops", fn, args, static_argnums), rtol, atol, max_checks, max_numel)
     (_log or _Log(path, log_once)).write(report)
     return report
 

@@ -352,3 +352,22 @@ def test_bf16_cancellation_feeding_a_float32_sum_is_blamed_at_the_subtraction():
     assert (worst.primitive, worst.dtype, worst.source) == ("sub", "bfloat16", line_of("BF16_CANCEL"))
     assert report.first_failure is worst
     assert [r.primitive for r in report.failures] == ["sub"]
+
+
+def test_static_argnums_and_bad_input():
+    def window(x, n, how):
+        return getattr(jnp, how)((x[:n] + 1e8) - 1e8)  # STATIC_WINDOW
+
+    report = check_ops(window, X, 10, "sum", static_argnums=(1, 2))
+    assert report.first_failure.primitive == "sub" and report.first_failure.source == line_of("STATIC_WINDOW")
+    assert report.first_failure.shape == (10,)
+    with pytest.raises(TypeError, match="^check_ops: fn must be callable, got NoneType None$"):
+        check_ops(None, X)
+    with pytest.raises(TypeError, match="^check_ops: fn returned a str \\('done'\\); it must return arrays$"):
+        check_ops(lambda x: "done", X)
+    with pytest.raises(TypeError, match="^check_ops: fn returned a dict_keys \\(dict_keys\\(\\[\\]\\)\\); it must return arrays$"):
+        check_ops(lambda x: [x, {}.keys()], X)
+    with pytest.raises(TypeError, match="^check_ops: argument \\[1\\]\\['mode'\\] is a str \\('fast'\\), not an array; pass static_argnums=\\(1,\\)"):
+        check_ops(lambda x, cfg: x * 2.0, X, {"mode": "fast"})
+    with pytest.raises(TypeError, match="^check_ops: fn cannot be traced with argument 1 \\(10\\) as an array .*static_argnums=\\(1,\\)$"):
+        check_ops(lambda x, n: jnp.sum(x.reshape(n, -1), 0), X, 10)
