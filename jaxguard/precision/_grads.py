@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 from jaxguard.precision._inputs import check_outputs, positions, split, trace
-from jaxguard.precision._shadow import eval_wide, is_key
+from jaxguard.precision._shadow import eval_wide, is_key, widen
 from jaxguard.precision._tolerance import finfo, is_inexact
 
 _EPS64 = float(np.finfo(np.float64).eps)
@@ -104,10 +104,10 @@ def _programs(fn, avals, diff, scalars):
     value_and_grad = jax.jit(jax.value_and_grad(fn, argnums=diff))
 
     def loss_at(xs, deltas, flat, directions, t):
-        # Every differentiated leaf moves by t * direction, and by delta at one element.
+        # Every differentiated leaf, in float64, moves by t * direction and by delta at one element.
         moved = list(xs)
         for k, j in enumerate(diff):
-            x = xs[j] + t * directions[k].astype(xs[j].dtype)
+            x = widen(xs[j]) + t * directions[k].astype(np.float64)
             moved[j] = x.reshape(-1).at[flat[k]].add(deltas[k]).reshape(x.shape)
         return eval_wide(closed.jaxpr, closed.consts, moved)[0]
 
@@ -170,12 +170,11 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
     coords = rng.choice(n_total, size=min(probes, n_total), replace=False) if probes > 0 else []
     signs = [rng.integers(0, 2, n_total, dtype=np.int8) * 2 - 1 for _ in range(directions)]
 
+    base = [np.asarray(inputs.arrays[j]).astype(np.float64).reshape(-1) for j in diff]
     with jax.enable_x64(True):
-        xs = [x.astype(np.float64) if j in diff else x for j, x in enumerate(inputs.arrays)]
-        base = [np.asarray(xs[j]).reshape(-1) for j in diff]
-        evaluator = _Evaluator(loss_at, xs, diff, sizes)
-        f0 = float(evaluator.loss())
-        loss = max(abs(f0), abs(float(loss32)))
+        evaluator = _Evaluator(loss_at, inputs.arrays, diff, sizes)
+        # The step sizes need the loss's magnitude: the working dtype's value is close enough.
+        loss = abs(float(loss32))
         leaves = [(inputs.labels[j], inputs.arrays[j].shape) for j in diff]
         plans = [_coordinate(int(c), sizes, leaves, base, grads, loss, rtol, atol) for c in coords]
         gx = sum(float(np.abs(g) @ np.abs(b)) for g, b in zip(grads, base))
@@ -183,11 +182,11 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
         xscale = max(float(np.sqrt(sum(float(b @ b) for b in base) / n_total)), 1.0)
         for k, s in enumerate(signs):
             plans.append(_direction(k, s, sizes, grads, norm_g, gx, xscale, loss, rtol, atol))
-        results = [evaluator.difference(plan, plan.step, f0) for plan in plans]
+        results = [evaluator.difference(plan, plan.step) for plan in plans]
         out = [_judge(plan, result, rtol, atol) for plan, result in zip(plans, results)]
         for i, probe in enumerate(out):
             if not probe.passed:
-                out[i] = _confirm(plans[i], results[i], evaluator.difference(plans[i], plans[i].half, f0), rtol, atol)
+                out[i] = _confirm(plans[i], results[i], evaluator.difference(plans[i], plans[i].half), rtol, atol)
     return GradReport(out, str(dtype), rtol, atol)
 
 
@@ -252,13 +251,16 @@ class _Evaluator:
         self._directions = {}
 
     def _call(self, deltas, flat, directions, t):
-        return self.loss_at(self.xs, deltas, flat, directions, t)
+        # t always as a float64 array: a Python float would be weakly typed, a second program.
+        return self.loss_at(self.xs, deltas, flat, directions, np.float64(t))
 
-    def loss(self):
-        return self._call(*self.zeros, self.no_direction, 0.0)
+    @functools.cached_property
+    def base_loss(self):
+        """The float64 loss at the unmoved point (only a second look needs it)."""
+        return float(self._call(*self.zeros, self.no_direction, 0.0))
 
-    def difference(self, plan, h, f0):
-        """(f(x + h), f(x - h), f0) along ``plan``; values stay on the device until read."""
+    def difference(self, plan, h):
+        """f(x + h) and f(x - h) along ``plan``; values stay on the device until read."""
         if plan.signs is None:
             deltas, flat = self.zeros[0].copy(), self.zeros[1].copy()
             flat[plan.leaf_k] = plan.flat
@@ -276,12 +278,12 @@ class _Evaluator:
             d = self._directions[key]
             up = self._call(*self.zeros, d, h)
             down = self._call(*self.zeros, d, -h)
-        return _Difference(up, down, f0, h)
+        return _Difference(up, down, self, h)
 
 
 class _Difference:
-    def __init__(self, up, down, f0, h):
-        self._up, self._down, self.f0, self.h = up, down, f0, h
+    def __init__(self, up, down, evaluator, h):
+        self._up, self._down, self.evaluator, self.h = up, down, evaluator, h
 
     @functools.cached_property
     def values(self):
@@ -295,13 +297,13 @@ class _Difference:
     @property
     def one_sided(self):
         up, down = self.values
-        return (self.f0 - down) / self.h, (up - self.f0) / self.h
+        f0 = self.evaluator.base_loss
+        return (f0 - down) / self.h, (up - f0) / self.h
 
     def roundoff(self, plan):
-        # Round-off of the loss values (the largest of the three: a loss that is 0 at the
-        # base point is not exact elsewhere) and of the moved inputs, over the step.
-        up, down = self.values
-        loss = max(abs(self.f0), abs(up), abs(down))
+        # Round-off of the loss values (the larger: a loss that is 0 at the base point is
+        # not exact elsewhere) and of the moved inputs, over the step.
+        loss = max(abs(v) for v in self.values)
         return _EPS64 * (_ROUNDOFF_UNITS * loss + plan.input_roundoff) / self.h
 
 
