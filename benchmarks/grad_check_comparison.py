@@ -9,6 +9,8 @@ mode) and its float32 defaults (eps=1e-4 in the argument's dtype, tolerance 2e-3
 """
 
 import argparse
+import functools
+import itertools
 import os
 import statistics
 import time
@@ -31,7 +33,7 @@ def mlp_case():
     widths = (16, 32, 32, 1)
     params = [
         {"w": f32(RNG.standard_normal((a, b)) / np.sqrt(a)), "b": f32(RNG.standard_normal(b) * 0.1)}
-        for a, b in zip(widths, widths[1:])
+        for a, b in itertools.pairwise(widths)
     ]
     x, y = f32(RNG.standard_normal((64, 16))), f32(RNG.standard_normal((64, 1)))
 
@@ -138,8 +140,9 @@ def main():
     rows, firsts, laters = [], [], []
     for name, right, make in CASES:
         fn, args = make()
-        report, first, first_cpu = timed(lambda: check_grads(fn, *args))
-        again = [timed(lambda: check_grads(fn, *args)) for _ in range(options.repeat)]
+        check = functools.partial(check_grads, fn, *args)
+        report, first, first_cpu = timed(check)
+        again = [timed(check) for _ in range(options.repeat)]
         later, later_cpu = statistics.median(t[1] for t in again), statistics.median(t[2] for t in again)
         verdict = "pass" if report.passed else "fail"
         correct = verdict == ("pass" if right else "fail")

@@ -161,6 +161,10 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
     of the working dtype and atol is 1e-3 * rtol * max|gradient|.
     """
     inputs = split("check_grads", fn, args, static_argnums)
+    if not (isinstance(probes, int) and isinstance(directions, int) and probes >= 0 and directions >= 0):
+        raise ValueError(f"check_grads: probes and directions must be counts, got {probes!r} and {directions!r}")
+    if probes + directions == 0:
+        raise ValueError("check_grads: probes=0 and directions=0 leave nothing to check")
     diff = _differentiated(inputs, argnums)
     avals = tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) for x in inputs.arrays)
     key = (inputs.fn, avals, diff, tuple(inputs.scalars.items()))
