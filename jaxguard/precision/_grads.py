@@ -175,6 +175,8 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
     else:
         value_and_grad, loss_at = _programs(*key)
     loss32, grads = value_and_grad(*inputs.arrays)
+    if not np.isfinite(float(loss32)):
+        raise ValueError(f"check_grads: fn is {float(loss32)} at these inputs: there is no derivative to check")
 
     grads = [np.asarray(g, np.float64).reshape(-1) for g in grads]
     dtype = np.result_type(*[inputs.arrays[j].dtype for j in diff])
@@ -192,8 +194,7 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
     base = [np.asarray(inputs.arrays[j]).astype(np.float64).reshape(-1) for j in diff]
     with jax.enable_x64(True):
         evaluator = _Evaluator(loss_at, inputs.arrays, diff, sizes)
-        # The step sizes need the loss's magnitude: the working dtype's value is close enough.
-        loss = abs(float(loss32))
+        loss = abs(float(loss32))  # for sizing steps, the working dtype's value is close enough
         leaves = [(inputs.labels[j], inputs.arrays[j].shape) for j in diff]
         plans = [_coordinate(int(c), sizes, leaves, base, grads, loss, rtol, atol) for c in coords]
         gx = sum(float(np.abs(g) @ np.abs(b)) for g, b in zip(grads, base))

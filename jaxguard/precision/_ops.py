@@ -89,12 +89,16 @@ class Record:
     The verdicts use tolerance ratios, elementwise ``|working - reference| / (atol +
     rtol * |reference|)`` maximized over the tensor (above 1 is out of tolerance):
     ``tolerance_ratio`` against the shadow, ``local_tolerance_ratio`` against the local
-    reference. ``amplification`` is this op's tolerance ratio over the largest one among
-    its inputs, floored at one rounding (eps / rtol). ``score`` ranks the error an op INTRODUCES:
-    its local ratio, or its shadow ratio divided by what came in (never by less than 1),
-    so ops that merely pass an error on score about 1. ``flips`` counts boolean/integer
-    elements (comparisons, argmax, branch indices, loop counters) that differ from the
-    float64 program; each counts as one unit of score.
+    reference, both in the op's own tolerance. ``amplification`` is how much worse this op
+    made the error it received: the smaller of its tolerance ratio over the largest among
+    its inputs (elementwise, floored at one rounding) and its accumulated error over the
+    largest among its inputs' (normwise). ``score`` ranks the error an op INTRODUCES: its
+    local ratio or, when it amplifies more than tenfold, how much it raised the largest
+    ratio among its inputs. Amplification and score measure ratios in ONE tolerance for the
+    whole program (the loosest default among its dtypes), so an op that merely passes an
+    error on, from bfloat16 into float32 or not, scores only its own rounding. ``flips``
+    counts boolean/integer elements (comparisons, argmax, branch indices, loop counters)
+    that differ from the float64 program; each counts as one unit of score.
     """
 
     index: int
@@ -363,13 +367,13 @@ def _common_tolerance(closed, rtol, atol):
     Scores and amplification are measured in it, so that error coming from a bfloat16
     op into a float32 one is not counted again in float32's far tighter units.
     """
-    dtypes = [v.aval.dtype for v in closed.jaxpr.invars]
+    avals = [v.aval for v in closed.jaxpr.invars]
     todo = [closed.jaxpr]
     while todo:
         jaxpr = todo.pop()
-        dtypes += [v.aval.dtype for eqn in jaxpr.eqns for v in eqn.outvars if not is_key(v.aval)]
+        avals += [v.aval for eqn in jaxpr.eqns for v in eqn.outvars]
         todo += jcore.subjaxprs(jaxpr)
-    floats = [d for d in dtypes if not jax.dtypes.issubdtype(d, jax.dtypes.extended) and is_inexact(d)]
+    floats = [a.dtype for a in avals if not is_key(a) and is_inexact(a.dtype)]
     return tolerance(*floats or [np.float32], rtol=rtol, atol=atol)
 
 

@@ -203,6 +203,8 @@ def test_bad_input_errors_name_the_argument():
         check_grads(lambda x, n: jnp.sum(x), x, 3, argnums=(0, 1), static_argnums=1)
     with pytest.raises(ValueError, match="^check_grads: argument\\(s\\) \\[1\\] have no floating-point values"):
         check_grads(lambda x, n: jnp.sum(x * n), x, jnp.arange(5), argnums=1)
+    with pytest.raises(ValueError, match="^check_grads: fn is nan at these inputs"):
+        check_grads(lambda x: jnp.sum(jnp.log(x - 10.0)), x)
     with pytest.raises(ValueError, match="^check_grads: probes=0 and directions=0 leave nothing to check$"):
         check_grads(lambda x: jnp.sum(x), x, probes=0, directions=0)
 
