@@ -31,9 +31,18 @@ def _to_numpy(x) -> np.ndarray:
     return np.asarray(x)
 
 
+def _lists_as_tuples(tree):
+    """Like torch, a list and a tuple (or namedtuple) of equal leaves are equal sequences."""
+    if isinstance(tree, (list, tuple)):
+        return tuple(_lists_as_tuples(x) for x in tree)
+    if isinstance(tree, dict):
+        return {k: _lists_as_tuples(v) for k, v in tree.items()}
+    return tree
+
+
 def _leaves_with_paths(tree):
     # torch tensors are not registered pytrees, so they come out as leaves.
-    flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    flat, treedef = jax.tree_util.tree_flatten_with_path(_lists_as_tuples(tree))
     return [(jax.tree_util.keystr(path), leaf) for path, leaf in flat], treedef
 
 
@@ -41,6 +50,19 @@ def _fmt_index(flat_index: int, shape) -> str:
     if not shape:
         return "()"
     return str(tuple(int(i) for i in np.unravel_index(flat_index, shape)))
+
+
+def _exact_integers(x):
+    """Integers (and bools) as int64 when their differences cannot overflow, else as
+    Python ints (object arrays), so that differences are exact."""
+    if x.dtype == np.bool_ or (x.size and max(abs(int(x.min())), abs(int(x.max()))) >= 2**62):
+        return x.astype(np.int64) if x.dtype == np.bool_ else x.astype(object)
+    return x.astype(np.int64)
+
+
+def _fmt_number(x) -> str:
+    # An exact integer difference prints in full (2**62 + 1 - 2**62 is 1, not 0).
+    return str(x) if isinstance(x, (int, np.integer)) else f"{x:.6g}"
 
 
 def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_dtype):
@@ -52,9 +74,10 @@ def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_dtype):
         return [f"The values for attribute 'dtype' do not match: {a.dtype} != {e.dtype}."]
     rtol, atol = tolerance(a.dtype, e.dtype, rtol=rtol, atol=atol)
     if not (is_inexact(a.dtype) or is_inexact(e.dtype)):
-        # Integers and bools: exact, in their own dtype (float64 would round int64 above 2**53).
-        ok = a == e
-        a64, e64 = a.astype(np.float64), e.astype(np.float64)
+        # Integers and bools: exact by default, within rtol/atol when given (as torch),
+        # with exact differences (float64 would round int64 above 2**53).
+        a64, e64 = _exact_integers(a), _exact_integers(e)
+        ok = np.abs(a64 - e64) <= atol + rtol * np.abs(e64)
     else:
         # The comparison itself is done in float64 (complex128 for complex inputs).
         wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(e) else np.float64
@@ -70,26 +93,24 @@ def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_dtype):
         return None
     n_bad, n = int((~ok).sum()), ok.size
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        abs_diff = np.abs(a64 - e64).astype(np.float64)
-        rel_diff = abs_diff / np.abs(e64)
+        abs_diff = np.abs(a64 - e64)  # exact Python ints for integers beyond 2**62
+        rel_diff = abs_diff.astype(np.float64) / np.abs(e64).astype(np.float64)
     # Report the greatest differences among the mismatched elements; NaN mismatches rank first.
-    abs_rank = np.where(ok, -1.0, np.nan_to_num(abs_diff, nan=np.inf))
+    abs_rank = np.where(ok, -1.0, np.nan_to_num(abs_diff.astype(np.float64), nan=np.inf))
     rel_rank = np.where(ok, -1.0, np.nan_to_num(rel_diff, nan=np.inf))
     i_abs, i_rel = int(np.argmax(abs_rank)), int(np.argmax(rel_rank))
     flat_abs, flat_rel = abs_diff.reshape(-1), rel_diff.reshape(-1)
     kind = "Tensor-likes" if a.ndim else "Scalars"
+    # Like torch: with no tolerance at all the values must be equal, and nothing is "allowed".
+    exact = rtol == 0 and atol == 0
     return [
-        f"{kind} are not close!",
+        f"{kind} are not {'equal' if exact else 'close'}!",
         "",
         f"Mismatched elements: {n_bad} / {n} ({100.0 * n_bad / n:.1f}%)",
-        (
-            f"Greatest absolute difference: {flat_abs[i_abs]:.6g} at index {_fmt_index(i_abs, a.shape)}"
-            f" (up to {atol:g} allowed)"
-        ),
-        (
-            f"Greatest relative difference: {flat_rel[i_rel]:.6g} at index {_fmt_index(i_rel, a.shape)}"
-            f" (up to {rtol:g} allowed)"
-        ),
+        f"Greatest absolute difference: {_fmt_number(flat_abs[i_abs])} at index {_fmt_index(i_abs, a.shape)}"
+        + ("" if exact else f" (up to {atol:g} allowed)"),
+        f"Greatest relative difference: {flat_rel[i_rel]:.6g} at index {_fmt_index(i_rel, a.shape)}"
+        + ("" if exact else f" (up to {rtol:g} allowed)"),
         f"(actual dtype {a.dtype}, expected dtype {e.dtype}, shape {a.shape})",
     ]
 

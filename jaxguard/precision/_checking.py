@@ -6,6 +6,7 @@ import warnings
 import jax
 import numpy as np
 
+from jaxguard.precision._inputs import ArrayFunction
 from jaxguard.precision._ops import _Log, check_ops
 
 
@@ -41,33 +42,6 @@ class _CheckedFunction:
                 # Before the real call: it may donate (delete) the argument buffers.
                 self._session.check(self._jitted, leaves, tree)
         return self._jitted(*args, **kwargs)
-
-
-class _WithArrays:
-    """``jitted`` as a function of its array arguments, the rest (static args, Python
-    scalars) held fixed. Equal for equal fixed parts, so check_ops' compiled program is
-    reused across the checked calls of one function."""
-
-    def __init__(self, jitted, tree, leaves, positions):
-        # Drop the arrays: the compiled-program cache keeps this object alive.
-        self.leaves = [None if i in positions else x for i, x in enumerate(leaves)]
-        self.jitted, self.tree, self.positions = jitted, tree, positions
-        self.__name__ = getattr(jitted, "__name__", "jitted")
-        fixed = tuple(x for i, x in enumerate(self.leaves) if i not in positions)
-        self._key = (jitted, tree, positions, fixed)
-
-    def __call__(self, *arrays):
-        filled = list(self.leaves)
-        for i, x in zip(self.positions, arrays):
-            filled[i] = x
-        args, kwargs = jax.tree_util.tree_unflatten(self.tree, filled)
-        return self.jitted(*args, **kwargs)
-
-    def __hash__(self):
-        return hash(self._key)  # TypeError for unhashable fixed values: check_ops then skips its cache
-
-    def __eq__(self, other):
-        return isinstance(other, _WithArrays) and self._key == other._key
 
 
 class checking:
@@ -116,7 +90,8 @@ class checking:
 
     def check(self, jitted, leaves, tree):
         positions = tuple(i for i, x in enumerate(leaves) if _is_array(x))
-        with_arrays = _WithArrays(jitted, tree, leaves, positions)
+        # The function of its array arguments, the rest (static args, Python scalars) held fixed.
+        with_arrays = ArrayFunction(jitted, tree, leaves, positions)
         self.active = False  # jitted functions called while checking are not checked again
         try:
             report = check_ops(

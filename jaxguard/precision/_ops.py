@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import source_info_util
 
+from jaxguard.precision._inputs import split, trace
 from jaxguard.precision._shadow import (
     apply_wide,
     bind,
@@ -62,7 +63,9 @@ AMPLIFICATION_LIMIT = 10.0
 
 _SUMMARY = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?::\d+)?(?: \((?P<func>.*)\))?$")
 _TINY = float(np.finfo(np.float64).tiny)
-_N_STATS = 7  # local: diff, ratio; shadow: diff, ratio; scale; count; flips
+# local: diff, ratio; shadow: diff, ratio; scale; count; the local and shadow ratios again in
+# the program's common tolerance (see _common_tolerance); flips
+_N_STATS = 9
 UNRECORDED = -1  # origin of error from ops that were skipped or are not floats
 
 
@@ -86,12 +89,16 @@ class Record:
     The verdicts use tolerance ratios, elementwise ``|working - reference| / (atol +
     rtol * |reference|)`` maximized over the tensor (above 1 is out of tolerance):
     ``tolerance_ratio`` against the shadow, ``local_tolerance_ratio`` against the local
-    reference. ``amplification`` is this op's tolerance ratio over the largest one among
-    its inputs, floored at one rounding (eps / rtol). ``score`` ranks the error an op INTRODUCES:
-    its local ratio, or its shadow ratio divided by what came in (never by less than 1),
-    so ops that merely pass an error on score about 1. ``flips`` counts boolean/integer
-    elements (comparisons, argmax, branch indices, loop counters) that differ from the
-    float64 program; each counts as one unit of score.
+    reference, both in the op's own tolerance. ``amplification`` is how much worse this op
+    made the error it received: the smaller of its tolerance ratio over the largest among
+    its inputs (elementwise, floored at one rounding) and its accumulated error over the
+    largest among its inputs' (normwise). ``score`` ranks the error an op INTRODUCES: its
+    local ratio or, when it amplifies more than tenfold, how much it raised the largest
+    ratio among its inputs. Amplification and score measure ratios in ONE tolerance for the
+    whole program (the loosest default among its dtypes), so an op that merely passes an
+    error on, from bfloat16 into float32 or not, scores only its own rounding. ``flips``
+    counts boolean/integer elements (comparisons, argmax, branch indices, loop counters)
+    that differ from the float64 program; each counts as one unit of score.
     """
 
     index: int
@@ -189,9 +196,10 @@ class OpsReport:
 def _describe(r) -> str:
     if r.flips:
         return f"{r.flips} element(s) differ from float64"
+    beyond = f"{r.tolerance_ratio:.3g}x allowed" if np.isfinite(r.tolerance_ratio) else "overflow or NaN"
     return (
         f"{r.mismatches} element(s) off the float64 program beyond rtol={r.rtol:g}, atol={r.atol:g}; "
-        f"max abs error {r.max_abs_error:.3g} ({r.tolerance_ratio:.3g}x allowed); amplification {r.amplification:.3g}"
+        f"max abs error {r.max_abs_error:.3g} ({beyond}); amplification {r.amplification:.3g}"
     )
 
 
@@ -219,27 +227,38 @@ def _differences(working, reference, rtol, atol):
     return diff, jnp.where(diff == 0, 0.0, diff / (atol + rtol * jnp.abs(reference)))
 
 
-def _float_stats(working, shadow, local, rtol, atol):
-    """[local max diff, local max ratio, shadow max diff, shadow max ratio,
-    max finite |shadow|, count out of tolerance against the shadow].
+def _float_stats(working, shadow, local, tol, common):
+    """[local max diff, local max ratio, shadow max diff, shadow max ratio, max finite
+    |shadow|, count out of tolerance against the shadow, local max ratio and shadow max
+    ratio in the common tolerance].
 
-    ``local`` None means it equals the shadow (the op's inputs were exact).
+    Ratios are to the op's own tolerance ``tol`` (rtol, atol) and, when it differs, to the
+    program's ``common`` one. ``local`` None means it equals the shadow (the op's inputs
+    were exact).
     """
-    a_diff, a_ratio = _differences(working, shadow, rtol, atol)
-    magnitude = jnp.where(jnp.isfinite(shadow), jnp.abs(shadow), 0.0)
+    a_diff, a_ratio = _differences(working, shadow, *tol)
+    arrays = {"a_diff": a_diff, "a_ratio": a_ratio, "scale": jnp.where(jnp.isfinite(shadow), jnp.abs(shadow), 0.0)}
+    if local is not None:
+        arrays["l_diff"], arrays["l_ratio"] = _differences(working, local, *tol)
+    if common != tol:
+        arrays["a_common"] = _differences(working, shadow, *common)[1]
+        if local is not None:
+            arrays["l_common"] = _differences(working, local, *common)[1]
+    m = dict(zip(arrays, _max_all(*arrays.values())))
+    m.setdefault("l_diff", m["a_diff"])
+    m.setdefault("l_ratio", m["a_ratio"])
+    m.setdefault("a_common", m["a_ratio"])
+    m.setdefault("l_common", m["l_ratio"] if common == tol else m["a_common"])
     count = jnp.sum((~(a_ratio <= 1)).astype(jnp.float64))
-    if local is None:
-        a_max, a_ratio_max, scale = _max_all(a_diff, a_ratio, magnitude)
-        return [a_max, a_ratio_max, a_max, a_ratio_max, scale, count]
-    l_diff, l_ratio = _differences(working, local, rtol, atol)
-    return [*_max_all(l_diff, l_ratio, a_diff, a_ratio, magnitude), count]
+    return [m["l_diff"], m["l_ratio"], m["a_diff"], m["a_ratio"], m["scale"], count, m["l_common"], m["a_common"]]
 
 
 class _Instrumenter:
     """Evaluates a jaxpr three ways at trace time and collects per-record statistics."""
 
-    def __init__(self, rtol, atol, max_checks, max_numel):
+    def __init__(self, rtol, atol, common, max_checks, max_numel):
         self.rtol, self.atol = rtol, atol
+        self.common = common
         self.max_checks, self.max_numel = max_checks, max_numel
         self.sites = []
         self.stats = []
@@ -321,9 +340,9 @@ class _Instrumenter:
                     local = apply_wide(eqn, [widen(x) for x in win])
                 # Like assert_close on mixed dtypes, the loosest of inputs and output: an
                 # upcast from float16 must not be held to float32's tolerance.
-                rtol, atol = tolerance(aval.dtype, *float_in_dtypes, rtol=self.rtol, atol=self.atol)
-                vec = _float_stats(w, s, None if local is sout else local[k], rtol, atol) + [0]
-                origins.append((self._add(eqn, k, merged, rtol, atol, vec),))
+                tol = tolerance(aval.dtype, *float_in_dtypes, rtol=self.rtol, atol=self.atol)
+                vec = _float_stats(w, s, None if local is sout else local[k], tol, self.common) + [0]
+                origins.append((self._add(eqn, k, merged, *tol, vec),))
             else:
                 if float_in or eqn.primitive in CONTROL_FLOW:
                     flips = jnp.sum(w != s)
@@ -342,8 +361,37 @@ class _Instrumenter:
         return len(self.sites) - 1
 
 
-def _records_from_stats(sites, stats):
+def _common_tolerance(closed, rtol, atol):
+    """One tolerance for the whole program: the loosest default among its float dtypes.
+
+    Scores and amplification are measured in it, so that error coming from a bfloat16
+    op into a float32 one is not counted again in float32's far tighter units.
+    """
+    avals = [v.aval for v in closed.jaxpr.invars]
+    todo = [closed.jaxpr]
+    while todo:
+        jaxpr = todo.pop()
+        avals += [v.aval for eqn in jaxpr.eqns for v in eqn.outvars]
+        todo += jcore.subjaxprs(jaxpr)
+    floats = [a.dtype for a in avals if not is_key(a) and is_inexact(a.dtype)]
+    return tolerance(*floats or [np.float32], rtol=rtol, atol=atol)
+
+
+def _finite_or_inf(row):
+    """Statistics as floats; a NaN difference (the working value went NaN, float64 did
+    not) is an infinite error, and infinities stay infinite (not float64's max)."""
+    row = np.asarray(row, np.float64)
+    return np.where(np.isnan(row), np.inf, row).tolist()
+
+
+def _ratio(num, den):
+    """num / den where inf / inf (an infinite error passed on) counts as 1."""
+    return 1.0 if num == den == np.inf else num / den
+
+
+def _records_from_stats(sites, stats, common):
     records = []
+    common_ratios = []  # each record's tolerance ratio against the shadow, in common units
     for i, (site, row) in enumerate(zip(sites, stats)):
         eqn = site.eqn
         aval = eqn.invars[0].aval if site.output < 0 else eqn.outvars[site.output].aval
@@ -357,9 +405,9 @@ def _records_from_stats(sites, stats):
             rtol=site.rtol,
             atol=site.atol,
         )
-        # A NaN difference (the working value went NaN, float64 did not) is an infinite error.
-        l_diff, l_ratio, a_diff, a_ratio, scale, a_bad, flips = np.nan_to_num(row, nan=np.inf).tolist()
+        l_diff, l_ratio, a_diff, a_ratio, scale, a_bad, l_common, a_common, flips = _finite_or_inf(row)
         rec.flips = int(flips)
+        common_ratios.append(a_common)
         if not is_inexact(aval.dtype):
             rec.score = float(rec.flips)
             rec.failed = rec.flips > 0
@@ -369,12 +417,22 @@ def _records_from_stats(sites, stats):
         rec.accumulated_error = a_diff / max(scale, _TINY) if a_diff else 0.0
         rec.local_tolerance_ratio, rec.tolerance_ratio, rec.mismatches = l_ratio, a_ratio, int(a_bad)
         rec.max_abs_error = a_diff
-        inputs = [records[j] for j in site.inputs if j != UNRECORDED]
-        ratio_in = max((r.tolerance_ratio for r in inputs), default=0.0)
-        # One rounding of the output is eps / rtol in tolerance units: the least error "in".
-        one_rounding = float(finfo(aval.dtype).eps) / max(site.rtol, _TINY)
-        rec.amplification = a_ratio / max(ratio_in, one_rounding)
-        rec.score = max(l_ratio, a_ratio / max(ratio_in, 1.0))
+        # Blame is measured in one unit for the whole program: an exact float32 sum of
+        # bfloat16 values neither amplifies nor adds error. An op amplifies when it makes
+        # the error larger both elementwise (in the common tolerance) and normwise (relative
+        # to the tensor's size): a sum with outputs near zero, or x - max(x) in a softmax,
+        # has a large elementwise relative error there, but no more error than came in.
+        inputs = [j for j in site.inputs if j != UNRECORDED]
+        ratio_in = max((common_ratios[j] for j in inputs), default=0.0)
+        error_in = max((records[j].accumulated_error for j in inputs), default=0.0)
+        eps = float(finfo(aval.dtype).eps)  # one rounding: the least error "in"
+        rec.amplification = min(
+            _ratio(a_common, max(ratio_in, eps / max(common[0], _TINY))),
+            _ratio(rec.accumulated_error, max(error_in, eps / 2)),
+        )
+        # The error it introduces: its own rounding, or what its amplification added.
+        added = a_common - ratio_in if rec.amplification > AMPLIFICATION_LIMIT else 0.0
+        rec.score = max(l_common, added)
         # Fail an op for its own rounding beyond tolerance, or for pushing the program's
         # error beyond tolerance by amplifying what came in more than tenfold; a
         # well-conditioned op (x**3 triples relative error) passing an error on is not it.
@@ -388,19 +446,9 @@ _CACHE: "collections.OrderedDict" = collections.OrderedDict()
 _CACHE_SIZE = 32
 
 
-def _flatten_inputs(args):
-    leaves, in_tree = jax.tree_util.tree_flatten(args)
-    # Convert outside x64 so Python scalars get the user's default (float32) dtype.
-    leaves = [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in leaves]
-    return leaves, in_tree
-
-
-def _compile(fn, leaves, in_tree, rtol, atol, max_checks, max_numel):
-    def flat_fn(*xs):
-        return fn(*jax.tree_util.tree_unflatten(in_tree, xs))
-
-    closed, out_shape = jax.make_jaxpr(flat_fn, return_shape=True)(*leaves)
-    inst = _Instrumenter(rtol, atol, max_checks, max_numel)
+def _compile(inputs, rtol, atol, max_checks, max_numel):
+    closed, out_shape = trace("check_ops", inputs.fn, inputs.arrays, inputs.scalars)
+    inst = _Instrumenter(rtol, atol, _common_tolerance(closed, rtol, atol), max_checks, max_numel)
 
     def run(consts, xs):
         outs, _, _ = inst.eval(closed.jaxpr, consts, xs, [widen(x) for x in xs], [()] * len(xs))
@@ -408,13 +456,13 @@ def _compile(fn, leaves, in_tree, rtol, atol, max_checks, max_numel):
         return outs, stats
 
     with jax.enable_x64(True):
-        compiled = jax.jit(run).lower(closed.consts, leaves).compile()
+        compiled = jax.jit(run).lower(closed.consts, inputs.arrays).compile()
     return compiled, closed.consts, inst, jax.tree_util.tree_structure(out_shape)
 
 
-def _cache_key(fn, leaves, in_tree, *settings):
+def _cache_key(fn, leaves, *settings):
     avals = tuple((x.shape, str(x.dtype), getattr(x, "weak_type", False)) for x in leaves)
-    key = (fn, in_tree, avals, settings)
+    key = (fn, avals, settings)
     try:
         hash(key)
     except TypeError:
@@ -422,22 +470,20 @@ def _cache_key(fn, leaves, in_tree, *settings):
     return key
 
 
-def _run(fn, args, rtol, atol, max_checks, max_numel):
-    leaves, in_tree = _flatten_inputs(args)
-    key = _cache_key(fn, leaves, in_tree, rtol, atol, max_checks, max_numel)
+def _run(inputs, rtol, atol, max_checks, max_numel):
+    key = _cache_key(inputs.fn, inputs.arrays, rtol, atol, max_checks, max_numel)
     entry = _CACHE.get(key) if key is not None else None
     if entry is None:
-        entry = _compile(fn, leaves, in_tree, rtol, atol, max_checks, max_numel)
+        entry = _compile(inputs, rtol, atol, max_checks, max_numel)
         if key is not None:
             _CACHE[key] = entry
             if len(_CACHE) > _CACHE_SIZE:
                 _CACHE.popitem(last=False)
     compiled, consts, inst, out_tree = entry
     with jax.enable_x64(True):
-        outs, stats = compiled(consts, leaves)
-    records = _records_from_stats(inst.sites, np.asarray(stats))
-    name = getattr(fn, "__name__", type(fn).__name__)
-    return OpsReport(records, jax.tree_util.tree_unflatten(out_tree, outs), inst.skipped, name)
+        outs, stats = compiled(consts, inputs.arrays)
+    records = _records_from_stats(inst.sites, np.asarray(stats), inst.common)
+    return OpsReport(records, jax.tree_util.tree_unflatten(out_tree, outs), inst.skipped, inputs.fn.__name__)
 
 
 class _Log:
@@ -463,8 +509,13 @@ class _Log:
                 fh.writelines(lines)
 
 
-def check_ops(fn, *args, rtol=None, atol=None, max_checks=10, log_once=True, path=None, max_numel=1 << 20, _log=None):
+def check_ops(
+    fn, *args, static_argnums=(), rtol=None, atol=None, max_checks=10, log_once=True, path=None, max_numel=1 << 20, _log=None
+):
     """Check every equation of ``fn(*args)`` against float64; return an OpsReport.
+
+    Arguments at ``static_argnums`` are held fixed (as ``jax.jit``'s static arguments); the
+    others must be arrays, numbers or pytrees of them.
 
     Options follow FlagGems' precision checker: ``rtol``/``atol`` override the per-dtype
     defaults (pass both or neither); at most ``max_checks`` equations per (primitive,
@@ -474,8 +525,8 @@ def check_ops(fn, *args, rtol=None, atol=None, max_checks=10, log_once=True, pat
     function and input types and cached.
     """
     if (rtol is None) != (atol is None):
-        raise ValueError("pass both rtol and atol, or neither")
-    report = _run(fn, args, rtol, atol, max_checks, max_numel)
+        raise ValueError("check_ops: pass both rtol and atol, or neither")
+    report = _run(split("check_ops", fn, args, static_argnums), rtol, atol, max_checks, max_numel)
     (_log or _Log(path, log_once)).write(report)
     return report
 

@@ -139,6 +139,44 @@ def test_integers_compare_exactly():
     assert_close(True, True)
 
 
+def test_integer_differences_are_exact_beyond_2_53():
+    # float64 cannot tell 2**62 from 2**62 + 1; the message must not say they differ by 0.
+    with pytest.raises(AssertionError) as info:
+        assert_close(np.array([2**62], np.int64), np.array([2**62 + 1], np.int64))
+    assert "Tensor-likes are not equal!" in str(info.value)
+    assert "Greatest absolute difference: 1 at index (0,)" in str(info.value)
+    with pytest.raises(AssertionError, match="Greatest absolute difference: 9223372036854775808 at"):
+        assert_close(np.array([2**62]), np.array([-(2**62)]))  # int64 subtraction would overflow
+    with pytest.raises(AssertionError, match="Greatest absolute difference: 18446744073709551615 at"):
+        assert_close(np.array([2**64 - 1], np.uint64), np.array([0], np.uint64))
+    # ... and a tolerance is applied to the exact difference: 3 is more than 2.
+    with pytest.raises(AssertionError, match="absolute difference: 3 at index \\(0,\\) \\(up to 2 allowed\\)"):
+        assert_close(np.array([2**62]), np.array([2**62 + 3]), rtol=0, atol=2)
+
+
+def test_explicit_tolerances_apply_to_integers():
+    # torch.testing.assert_close honours rtol/atol for integer tensors (checked on torch 2.13).
+    assert_close(np.array([1, 2]), np.array([1, 3]), rtol=0, atol=2)
+    assert_close(np.array([100]), np.array([101]), rtol=0.02, atol=0)
+    assert_close(np.array([True]), np.array([False]), rtol=0, atol=1)
+    with pytest.raises(AssertionError, match="Greatest absolute difference: 1 at index \\(1,\\) \\(up to 0.5 allowed\\)"):
+        assert_close(np.array([1, 2]), np.array([1, 3]), rtol=0, atol=0.5)
+    with pytest.raises(AssertionError, match="Greatest absolute difference: 2 at"):
+        assert_close(np.array([3], np.uint8), np.array([1], np.uint8), rtol=0, atol=1)  # no wrap-around
+    with pytest.raises(AssertionError, match="Scalars are not equal!"):
+        assert_close(1, 2)
+
+
+def test_a_list_and_a_tuple_of_equal_leaves_are_equal():
+    # torch compares sequences, whatever their type.
+    assert_close([1.0, 2.0], (1.0, 2.0))
+    assert_close({"w": [jnp.ones(2), jnp.zeros(3)]}, {"w": (np.ones(2, np.float32), np.zeros(3, np.float32))})
+    with pytest.raises(AssertionError, match="pytree structures do not match"):
+        assert_close([1.0, 2.0], (1.0, 2.0, 3.0))
+    with pytest.raises(AssertionError, match="failure occurred for item \\[1\\]"):
+        assert_close([1.0, 2.0], (1.0, 2.5))
+
+
 def test_scalars_and_nan():
     assert_close(1.0, 1.0 + 1e-9)
     with pytest.raises(AssertionError, match="Scalars are not close"):

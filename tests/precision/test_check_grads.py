@@ -61,7 +61,8 @@ wrong_sin.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (2.0 * g,))  # should b
 def test_wrong_custom_vjp_fails():
     report = check_grads(lambda x: jnp.sum(wrong_sin(x)), DATA[:4, :5])
     assert not report.passed
-    assert all(p.analytic == 2.0 for p in report.probes)
+    coordinates = [p for p in report.probes if p.leaf == "[0]"]
+    assert len(coordinates) == 8 and all(p.analytic == 2.0 and not p.passed for p in coordinates)
     with pytest.raises(AssertionError, match="FAIL"):
         report.raise_if_failed()
 
@@ -96,5 +97,122 @@ def test_argnums_and_pytrees():
     report = check_grads(loss, params, x, argnums=(0, 1), probes=12)
     assert report.passed, str(report)
     leaves = {p.leaf for p in report.probes}
-    assert leaves <= {"[0]['b']", "[0]['w']", "[1]"} and "[1]" in leaves
+    assert leaves <= {"[0]['b']", "[0]['w']", "[1]", "all"} and "[1]" in leaves
     assert "probes passed" in str(report)
+
+
+# --- probes: coordinates without replacement, and random directions ---------------------------
+
+X2000 = jnp.asarray(RNG.standard_normal(2000), jnp.float32)
+
+
+def sin_wrong_at(index, factor):
+    """sin with a backward pass that is right except at one element."""
+
+    @jax.custom_vjp
+    def f(x):
+        return jnp.sin(x)
+
+    f.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: ((jnp.cos(x) * g).at[index].multiply(factor),))
+    return f
+
+
+def test_gradient_wrong_at_one_element_in_2000_is_caught_by_a_direction():
+    wrong = sin_wrong_at(1234, 2.0)
+    report = check_grads(lambda x: jnp.sum(wrong(x)), X2000)
+    assert not report.passed
+    # 8 coordinates out of 2,000 miss element 1234; a direction sums every element.
+    assert all(p.passed for p in report.probes if p.leaf == "[0]")
+    directions = [p for p in report.probes if p.leaf == "all"]
+    assert len(directions) == 2 and not any(p.passed for p in directions)
+    right = sin_wrong_at(1234, 1.0)
+    assert check_grads(lambda x: jnp.sum(right(x)), X2000).passed
+
+
+def test_coordinates_are_drawn_without_replacement():
+    report = check_grads(lambda x: jnp.sum(jnp.sin(x) * x), X2000[:6], probes=6, directions=0)
+    assert sorted(p.index for p in report.probes) == [(i,) for i in range(6)]
+    report = check_grads(lambda x: jnp.sum(x**2), X2000[:3], probes=8, directions=1)
+    assert len(report.probes) == 4  # every element once, and the direction
+
+
+def test_zero_gradient_probe_gets_a_step_on_the_gradient_scale():
+    # The step used to be sized for |gradient| = 0 (capped at 1e-2), and the central
+    # difference of x**3 at 0 is then h**2 = 1e-4: a false failure.
+    report = check_grads(lambda x: jnp.sum(x**3), jnp.array([1.0, 0.0, 1.0, 0.0]))
+    assert report.passed, str(report)
+    zeros = [p for p in report.probes if p.leaf == "[0]" and p.index in ((1,), (3,))]
+    assert len(zeros) == 2 and all(p.step < 1e-4 and abs(p.numeric) < 1e-9 for p in zeros)
+    # ... and the same zeros still catch a wrong gradient there.
+    @jax.custom_vjp
+    def cube(x):
+        return x**3
+
+    cube.defvjp(lambda x: (x**3, x), lambda x, g: ((3 * x**2 + 0.01) * g,))
+    assert not check_grads(lambda x: jnp.sum(cube(x)), jnp.array([1.0, 0.0, 1.0, 0.0])).passed
+
+
+def test_all_zero_gradient_passes():
+    assert check_grads(lambda x: jnp.sum(x**3), jnp.zeros(3)).passed
+
+
+def test_relu_kink_is_not_a_failure():
+    x = jnp.array([-1.0, 0.0, 2.0, 0.0, 0.5])
+    report = check_grads(lambda x: jnp.sum(jax.nn.relu(x) * 3.0), x)
+    assert report.passed, str(report)
+    kinks = [p for p in report.probes if p.note == "kink"]
+    assert {p.index for p in kinks if p.leaf == "[0]"} == {(1,), (3,)}
+    assert "(kink)" in str(report)
+    # A wrong slope next to the kink still fails.
+    @jax.custom_vjp
+    def bad_relu(x):
+        return jax.nn.relu(x)
+
+    bad_relu.defvjp(lambda x: (jax.nn.relu(x), x), lambda x, g: (jnp.where(x > 0, 2.0, 0.0) * g,))
+    assert not check_grads(lambda x: jnp.sum(bad_relu(x)), x).passed
+
+
+def test_prng_key_argument_not_differentiated():
+    def noisy_loss(x, key):
+        return jnp.sum((x + 0.1 * jax.random.normal(key, x.shape)) ** 2)
+
+    report = check_grads(noisy_loss, X2000[:10], jax.random.key(0))
+    assert report.passed, str(report)
+    with pytest.raises(TypeError, match="argument \\[1\\] is a PRNG key; it cannot be differentiated"):
+        check_grads(noisy_loss, X2000[:10], jax.random.key(0), argnums=1)
+
+
+# --- bad input: one clear error naming the argument ---------------------------------------
+
+
+def test_bad_input_errors_name_the_argument():
+    x = X2000[:5]
+    with pytest.raises(TypeError, match="^check_grads: fn must be callable, got int 3$"):
+        check_grads(3, x)
+    with pytest.raises(TypeError, match="^check_grads: fn returned a str \\('loss'\\); it must return arrays$"):
+        check_grads(lambda x: "loss", x)
+    with pytest.raises(TypeError, match="^check_grads: fn must return a real floating-point scalar.*float32\\[5\\]$"):
+        check_grads(lambda x: x * 2, x)
+    with pytest.raises(TypeError, match="^check_grads: argument \\[1\\] is a str \\('mean'\\), not an array; pass static_argnums=\\(1,\\)"):
+        check_grads(lambda x, how: jnp.sum(x), x, "mean")
+    with pytest.raises(TypeError, match="^check_grads: fn cannot be traced with argument 1 \\(3\\) as an array .*static_argnums=\\(1,\\)$"):
+        check_grads(lambda x, n: jnp.sum(x[:n] ** 2), x, 3)
+    with pytest.raises(ValueError, match="^check_grads: argnums 2 is not one of the 2 positional argument"):
+        check_grads(lambda x, n: jnp.sum(x), x, 3, argnums=2)
+    with pytest.raises(ValueError, match="^check_grads: argument 1 is in argnums but static"):
+        check_grads(lambda x, n: jnp.sum(x), x, 3, argnums=(0, 1), static_argnums=1)
+    with pytest.raises(ValueError, match="^check_grads: argument\\(s\\) \\[1\\] have no floating-point values"):
+        check_grads(lambda x, n: jnp.sum(x * n), x, jnp.arange(5), argnums=1)
+    with pytest.raises(ValueError, match="^check_grads: fn is nan at these inputs"):
+        check_grads(lambda x: jnp.sum(jnp.log(x - 10.0)), x)
+    with pytest.raises(ValueError, match="^check_grads: probes=0 and directions=0 leave nothing to check$"):
+        check_grads(lambda x: jnp.sum(x), x, probes=0, directions=0)
+
+
+def test_static_argnums():
+    def loss(x, n, how):
+        return jnp.sum(x[:n] ** 2) if how == "sum" else jnp.mean(x[:n] ** 2)
+
+    report = check_grads(loss, X2000[:10], 4, "sum", static_argnums=(1, 2))
+    assert report.passed, str(report)
+    assert check_grads(loss, X2000[:10], 4, "mean", static_argnums=(1, -1)).passed

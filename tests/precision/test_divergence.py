@@ -2,6 +2,7 @@
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxguard.precision import divergence
 
@@ -37,3 +38,39 @@ def test_bitwise_equal_and_algorithmic_verdict():
     d = divergence(lambda v: jnp.exp(v) * 3.0, jnp.asarray(RNG.standard_normal(16), jnp.float32))
     assert d.bitwise_equal and d.jit_vs_eager == 0.0
     assert "algorithm" in d.verdict
+
+
+def test_infinite_differences_are_inf():
+    d = divergence(lambda v: v * 1e38 * 10.0, jnp.ones(3, jnp.float32))
+    assert d.eager_vs_f64 == d.jit_vs_f64 == np.inf
+    assert "e+308" not in str(d) and "eager vs f64: inf" in str(d)
+
+
+def test_python_int_output_compares_values_and_names_the_dtype_difference():
+    # A Python int output is int64 op by op (numpy's default) and int32 under jit.
+    d = divergence(lambda v: (jnp.exp(v) * 3.0, 3), jnp.ones(4, jnp.float32))
+    assert d.bitwise_equal and d.jit_vs_eager == 0.0
+    assert d.dtype_differences == ("[1]: int64 op by op, int32 under jit",)
+    assert "give the same values, only the dtypes differ ([1]: int64 op by op, int32 under jit)" in d.verdict
+    assert "differ by 0" not in d.verdict
+
+
+def test_different_values_are_still_reported_with_a_dtype_difference():
+    d = divergence(lambda v: (v + 1e8) - 1e8, jnp.ones(4, jnp.float32) * 0.3)
+    assert not d.bitwise_equal and d.dtype_differences == ()
+
+
+def test_static_argnums_and_bad_input():
+    x = jnp.asarray(RNG.standard_normal(8), jnp.float32)
+    d = divergence(lambda v, n, how: getattr(jnp, how)(v[:n]), x, 5, "sum", static_argnums=(1, 2))
+    assert d.jit_vs_f64 < 1e-5
+    with pytest.raises(TypeError, match="^divergence: fn must be callable, got str 'f'$"):
+        divergence("f", x)
+    with pytest.raises(TypeError, match="^divergence: fn returned a str \\('out'\\); it must return arrays$"):
+        divergence(lambda v: "out", x)
+    with pytest.raises(TypeError, match="^divergence: argument \\[1\\] is a str \\('sum'\\), not an array; pass static_argnums=\\(1,\\)"):
+        divergence(lambda v, how: v, x, "sum")
+    with pytest.raises(TypeError, match="^divergence: fn cannot be traced with argument 1 \\(5\\) as an array .*static_argnums=\\(1,\\)$"):
+        divergence(lambda v, n: jnp.zeros(n) + v[0], x, 5)
+    with pytest.raises(ValueError, match="^divergence: static_argnums 3 is not one of the 2 positional argument"):
+        divergence(lambda v, n: v, x, 5, static_argnums=3)
