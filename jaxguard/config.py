@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
-from jaxguard.lint.engine import LintSettings
+from jaxguard.lint.settings import LintSettings
 from jaxguard.lint.registry import SelectionError, resolve_selection
 
 if sys.version_info >= (3, 11):
@@ -69,13 +69,19 @@ class Config:
         return str(self.path) if self.path else "--select/--ignore"
 
     def validate(self) -> None:
-        """Raise ConfigError on unknown codes, before any file is read."""
+        """Raise ConfigError on unknown codes or invalid globs, before any file is read."""
         try:
             resolve_selection(self.select, self.ignore, self.extend_select, self._where())
             for pattern, codes in self.per_file_ignores.items():
                 resolve_selection(None, codes, [], f"{self._where()} per-file-ignores[{pattern!r}]")
         except SelectionError as error:
             raise ConfigError(str(error)) from None
+        for key, patterns in (("exclude", self.exclude), ("per-file-ignores", list(self.per_file_ignores))):
+            for pattern in patterns:
+                try:
+                    pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+                except ValueError as error:
+                    raise ConfigError(f"invalid {key} glob {pattern!r}: {error}") from None
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -93,9 +99,15 @@ def find_pyproject(start: Path) -> Path | None:
                 if "tool.jaxguard" in text:
                     return candidate  # ours but broken: load_config reports the TOML error
                 continue
-            if "jaxguard" in data.get("tool", {}):
+            if "jaxguard" in _table(data, "tool"):
                 return candidate
     return None
+
+
+def _table(data: dict, key: str) -> dict:
+    """data[key] if it is a table; {} if missing or, like `tool = 5`, not a table."""
+    value = data.get(key, {})
+    return value if isinstance(value, dict) else {}
 
 
 def _string_list(value, key: str, where: Path) -> list[str]:
@@ -118,7 +130,7 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"cannot read config file {path}: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    table = data.get("tool", {}).get("jaxguard", {})
+    table = _table(data, "tool").get("jaxguard", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.jaxguard] must be a table")
     config = Config(path=path, root=path.parent)

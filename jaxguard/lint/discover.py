@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pathspec
 
-SKIPPED_DIRS = frozenset(
-    {"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", "env", "__pypackages__", ".jaxguard_cache"}
-)
+# Folders never searched. Virtualenvs are recognized by their pyvenv.cfg, not by a name:
+# `rl/env/` is often a package of the project.
+SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist", "site-packages", "__pypackages__", ".jaxguard_cache"})
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
@@ -24,6 +24,21 @@ class Discovery:
 
 def _spec(patterns: list[str]) -> pathspec.PathSpec:
     return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+
+
+def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
+    """A .gitignore's patterns; a line git cannot read either (a lone backslash) never matches."""
+    try:
+        return _spec(lines)
+    except ValueError:
+        valid = []
+        for line in lines:
+            try:
+                _spec([line])
+            except ValueError:
+                continue
+            valid.append(line)
+        return _spec(valid)
 
 
 def _is_virtualenv(directory: Path) -> bool:
@@ -68,7 +83,7 @@ def _walk(top: Path, excluded: pathspec.PathSpec, root: Path):
         gitignore = current / ".gitignore"
         if gitignore.is_file():
             try:
-                ignores.append((current, _spec(gitignore.read_text(encoding="utf-8", errors="replace").splitlines())))
+                ignores.append((current, _gitignore_spec(gitignore.read_text(encoding="utf-8", errors="replace").splitlines())))
             except OSError:
                 pass
 

@@ -6,7 +6,9 @@ import ast
 import contextlib
 import dataclasses
 import gc
+import re
 import traceback
+import warnings
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -16,17 +18,11 @@ from jaxguard.lint.diagnostic import Diagnostic, Edit, Fix
 from jaxguard.lint.facts import ModuleFacts, Scope
 from jaxguard.lint.positions import Positions
 from jaxguard.lint.registry import INTERNAL_ERROR, SYNTAX_ERROR, Rule, all_rules
+from jaxguard.lint.settings import LintSettings
 from jaxguard.lint.suppress import Suppressions
 from jaxguard.lint.walk import NODE_TYPES, child_fields
 
 MAX_FIX_PASSES = 10
-
-
-@dataclass(frozen=True)
-class LintSettings:
-    enabled: frozenset[str]
-    traced_decorators: tuple[str, ...] = ()
-    x64: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,12 +204,13 @@ class LintResult:
     parse_error: bool = False
 
 
+# Where lines break for Python and libcst: CRLF, LF and a lone CR, also inside strings.
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
 def _line_offsets(source: str) -> list[int]:
-    offsets = [0]
-    for index, char in enumerate(source):
-        if char == "\n":
-            offsets.append(index + 1)
-    return offsets
+    """The offset of the first character of each line, lines numbered as libcst numbers them."""
+    return [0, *(match.end() for match in _LINE_BREAK.finditer(source))]
 
 
 def parse_error_diagnostic(path: str, source: str, error: Exception) -> Diagnostic:
@@ -387,7 +384,11 @@ def _resolve_fix(pending: PendingFix, positions, offsets, module: cst.Module, so
         elif isinstance(step, AddImport):
             if step.statement not in _top_level_imports(module):
                 at = _import_insertion_offset(module, source, positions, offsets)
-                edits.append(Edit(at, at, step.statement + "\n"))
+                newline = module.default_newline  # the file's own: CRLF stays CRLF
+                text = step.statement + newline
+                if at == len(source) and source and not _LINE_BREAK.fullmatch(source[-1]):
+                    text = newline + text  # after a last line that has no line break
+                edits.append(Edit(at, at, text))
     return Fix(tuple(edits), pending.safe, pending.description)
 
 
@@ -418,7 +419,7 @@ def _import_insertion_offset(module: cst.Module, source: str, positions, offsets
     """Before the first statement after the docstring and `from __future__` imports."""
     insert_before = _first_code_statement(module)
     if insert_before is None:
-        return offsets[-1] if source.endswith("\n") else len(source)
+        return len(source)
     span = positions[insert_before]
     return offsets[span.start.line - 1]
 
@@ -444,12 +445,43 @@ def apply_edits(source: str, edits: list[Edit]) -> str:
     return "".join(result)
 
 
+def _compiles(source: str) -> bool:
+    """CPython compiles it (libcst accepts some text CPython rejects, such as a NUL byte in a
+    string). Top-level `await` is allowed: notebooks have it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes etc. are the user's, not ours to print
+            compile(source, "<fixed>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def _parses(source: str) -> bool:
     try:
         parse_module(source)
     except Exception:
         return False
     return True
+
+
+class _Validator:
+    """Is a fixed text fit to write? It parses (libcst), it compiles if the original did, and
+    `accept` (the file's own condition: its encoding, a notebook's cell markers) holds."""
+
+    def __init__(self, original: str, accept=None) -> None:
+        self.original = original
+        self.accept = accept
+        self._original_compiles: bool | None = None
+
+    def __call__(self, candidate: str) -> bool:
+        if self.accept is not None and not self.accept(candidate):
+            return False
+        if self._original_compiles is None:
+            self._original_compiles = _compiles(self.original)
+        if self._original_compiles and not _compiles(candidate):
+            return False
+        return _parses(candidate)
 
 
 def _conflicts(a: Edit, b: Edit) -> bool:
@@ -460,8 +492,9 @@ def _conflicts(a: Edit, b: Edit) -> bool:
     return a.start < b.end and b.start < a.end
 
 
-def _fixes_apply(source: str, fixes: list[Fix]) -> tuple[str, int]:
-    """Apply the fixes that don't conflict; keep them only if the result still parses."""
+def _fixes_apply(source: str, fixes: list[Fix], valid=None) -> tuple[str, int]:
+    """Apply the fixes that don't conflict and keep the file valid. Returns (text, count)."""
+    valid = valid or _Validator(source)
     chosen: list[Fix] = []
     for fix in fixes:
         if not any(_conflicts(a, b) for other in chosen for a in fix.edits for b in other.edits):
@@ -469,19 +502,27 @@ def _fixes_apply(source: str, fixes: list[Fix]) -> tuple[str, int]:
     if not chosen:
         return source, 0
     candidate = apply_edits(source, [e for fix in chosen for e in fix.edits])
-    if _parses(candidate):
+    if valid(candidate):
         return candidate, len(chosen)
-    # Fall back to the first fix on its own that parses; the next pass picks up the rest.
+    # Some fix spoils the file: keep each one that leaves it valid on top of those kept.
+    kept: list[Fix] = []
+    result = source
     for fix in chosen:
-        attempt = apply_edits(source, list(fix.edits))
-        if _parses(attempt):
-            return attempt, 1
-    return source, 0
+        attempt = apply_edits(source, [e for f in (*kept, fix) for e in f.edits])
+        if valid(attempt):
+            kept.append(fix)
+            result = attempt
+    return result, len(kept)
 
 
-def fix_source(source: str, path: str, settings: LintSettings, unsafe: bool = False) -> tuple[str, int, list[Diagnostic]]:
-    """Apply fixes until none is left. Returns (new source, fixes applied, remaining diagnostics)."""
+def fix_source(
+    source: str, path: str, settings: LintSettings, unsafe: bool = False, accept=None
+) -> tuple[str, int, list[Diagnostic]]:
+    """Apply fixes until none is left (a fixed point: a second run changes nothing), at most
+    MAX_FIX_PASSES rounds. `accept(text)`, if given, must hold for every text written.
+    Returns (new source, fixes applied, remaining diagnostics)."""
     total = 0
+    valid = _Validator(source, accept)
     for _ in range(MAX_FIX_PASSES):
         result = lint_source(source, path, settings)
         if result.parse_error:
@@ -489,7 +530,7 @@ def fix_source(source: str, path: str, settings: LintSettings, unsafe: bool = Fa
         fixes = [d.fix for d in result.diagnostics if d.fix and d.fix.edits and (d.fix.safe or unsafe)]
         if not fixes:
             return source, total, result.diagnostics
-        new_source, applied = _fixes_apply(source, fixes)
+        new_source, applied = _fixes_apply(source, fixes, valid)
         if applied == 0 or new_source == source:
             return source, total, result.diagnostics
         source, total = new_source, total + applied
