@@ -7,6 +7,8 @@ import contextlib
 import dataclasses
 import gc
 import re
+import sys
+import threading
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -98,6 +100,24 @@ class RuleContext:
             return False
         function = self.function
         return function is not None and function.traced
+
+    @property
+    def under_transform(self) -> bool:
+        """Inside a function JAX traces or differentiates (or one nested in it): its values
+        may be tracers, which numpy functions reject."""
+        function = self.function
+        while function is not None:
+            if function.traced or function.differentiated:
+                return True
+            function = self.facts.enclosing_function(function.parent)
+        return False
+
+    def rebinds(self, name: str) -> bool:
+        """An assignment to `name` here rebinds what `name` reads here. In a function that
+        only reads a global or outer `name`, `name = ...` would make it local, and every
+        read of it before that assignment would raise UnboundLocalError."""
+        scope = self.scope
+        return scope.kind != "function" or scope.binds(name) or name in scope.declared_global or name in scope.declared_nonlocal
 
     def qualname(self, node: cst.BaseExpression) -> str | None:
         # several rules ask about the same call's function: resolve each node once
@@ -214,22 +234,76 @@ def _line_offsets(source: str) -> list[int]:
 
 
 def parse_error_diagnostic(path: str, source: str, error: Exception) -> Diagnostic:
-    """Python's own message and position where it has one (libcst's can point past the error)."""
+    """Python's own message and position where it has one (libcst's can point past the
+    error). Code that Python reads is beyond libcst, and the message says so."""
+    line = getattr(error, "raw_line", None) or 1
+    raw_column = getattr(error, "raw_column", None)
+    column = raw_column + 1 if isinstance(raw_column, int) else 1
+    message = _first_line(error)
     try:
         compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as python_error:
-        error = python_error
+        line, column, message = python_error.lineno or 1, python_error.offset or 1, python_error.msg
     except (ValueError, RecursionError, MemoryError):
         pass
-    if isinstance(error, SyntaxError):
-        line, column, message = error.lineno or 1, error.offset or 1, error.msg
-    else:
-        line = getattr(error, "raw_line", None) or 1
-        raw_column = getattr(error, "raw_column", None)
-        column = raw_column + 1 if isinstance(raw_column, int) else 1
-        message = getattr(error, "message", None) or str(error).splitlines()[0]
+    else:  # e.g. 4,000 implicitly joined strings
+        message = f"valid Python, but too deeply nested or chained for libcst, jaxguard's parser ({message})"
     code, name = SYNTAX_ERROR
     return Diagnostic(code, name, f"cannot parse: {message}", line, column, line, column, path=path)
+
+
+def _first_line(error: BaseException) -> str:
+    return (getattr(error, "message", None) or str(error) or type(error).__name__).strip().splitlines()[0]
+
+
+def _too_deep(path: str) -> Diagnostic:
+    code, name = SYNTAX_ERROR
+    return Diagnostic(code, name, "cannot parse: nested too deeply to analyze", 1, 1, 1, 1, path=path)
+
+
+# Valid code can be deeper than Python's default recursion limit lets a tree walk go
+# (CPython compiles a 2,900-term `a + a + ...`): such a module is checked again on a
+# thread with a large stack and recursion limit.
+DEEP_STACK_BYTES = 512 * 2**20
+DEEP_RECURSION_LIMIT = 100_000
+
+
+def _deeply(function, *args):
+    """function(*args), retried on a deep stack after a RecursionError; None if even that fails."""
+    try:
+        return function(*args)
+    except RecursionError:
+        pass
+    outcome: list = []
+
+    def run() -> None:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, DEEP_RECURSION_LIMIT))
+        try:
+            outcome.append((True, function(*args)))
+        except RecursionError:
+            pass
+        except BaseException as error:  # raised again in the caller's thread
+            outcome.append((False, error))
+        finally:
+            sys.setrecursionlimit(limit)
+
+    previous = threading.stack_size()
+    try:
+        threading.stack_size(DEEP_STACK_BYTES)
+        thread = threading.Thread(target=run, name="jaxguard-deep")
+    except (ValueError, RuntimeError):  # a platform without settable stacks
+        return None
+    finally:
+        threading.stack_size(previous)
+    thread.start()
+    thread.join()
+    if not outcome:
+        return None
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 @contextlib.contextmanager
@@ -275,10 +349,15 @@ def _built_by_the_parser(node: cst.CSTNode) -> None:
 
 def lint_source(source: str, path: str, settings: LintSettings) -> LintResult:
     """Lint one module's text. Never raises for bad input: a parse failure is a diagnostic."""
+    result = _deeply(_lint_source, source, path, settings)
+    return result if result is not None else LintResult([_too_deep(path)], parse_error=True)
+
+
+def _lint_source(source: str, path: str, settings: LintSettings) -> LintResult:
     with _collector_paused():
         try:
             module = parse_module(source)
-        except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as error:
+        except (cst.ParserSyntaxError, SyntaxError, ValueError) as error:
             return LintResult([parse_error_diagnostic(path, source, error)], parse_error=True)
         return LintResult(_lint_module(module, source, path, settings))
 
@@ -294,8 +373,7 @@ def _lint_module(module: cst.Module, source: str, path: str, settings: LintSetti
         for rule in rules:
             rule.finish()
     except RecursionError:
-        code, name = INTERNAL_ERROR
-        return [Diagnostic(code, name, "module too deeply nested to analyze", 1, 1, 1, 1, path=path)]
+        raise  # lint_source tries again on a deeper stack
     except Exception as error:  # one rule's bug must not stop the run
         code, name = INTERNAL_ERROR
         where = traceback.extract_tb(error.__traceback__)[-1]
@@ -452,7 +530,7 @@ def _compiles(source: str) -> bool:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes etc. are the user's, not ours to print
             compile(source, "<fixed>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
-    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, OverflowError, MemoryError):
         return False
     return True
 
@@ -460,6 +538,8 @@ def _compiles(source: str) -> bool:
 def _parses(source: str) -> bool:
     try:
         parse_module(source)
+    except RecursionError:
+        raise  # deep code: the whole fix is tried again on a deeper stack
     except Exception:
         return False
     return True
@@ -521,6 +601,11 @@ def fix_source(
     """Apply fixes until none is left (a fixed point: a second run changes nothing), at most
     MAX_FIX_PASSES rounds. `accept(text)`, if given, must hold for every text written.
     Returns (new source, fixes applied, remaining diagnostics)."""
+    fixed = _deeply(_fix_source, source, path, settings, unsafe, accept)
+    return fixed if fixed is not None else (source, 0, [_too_deep(path)])
+
+
+def _fix_source(source: str, path: str, settings: LintSettings, unsafe: bool, accept) -> tuple[str, int, list[Diagnostic]]:
     total = 0
     valid = _Validator(source, accept)
     for _ in range(MAX_FIX_PASSES):
