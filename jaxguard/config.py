@@ -48,16 +48,28 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     traced_decorators: list[str] = field(default_factory=list)
     x64: bool = False
+    _known_settings: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def settings_for(self, path: str) -> LintSettings:
         """The effective settings for one file (per-file ignores applied)."""
-        ignore = list(self.ignore)
-        relative = self._relative(path)
-        for pattern, codes in self.per_file_ignores.items():
-            if pathspec.PathSpec.from_lines("gitwildmatch", [pattern]).match_file(relative):
-                ignore.extend(codes)
-        enabled = resolve_selection(self.select, ignore, self.extend_select, self._where())
-        return LintSettings(frozenset(enabled), tuple(self.traced_decorators), self.x64)
+        matched: tuple[str, ...] = ()
+        if self.per_file_ignores:
+            relative = self._relative(path)
+            matched = tuple(
+                pattern
+                for pattern in self.per_file_ignores
+                if pathspec.PathSpec.from_lines("gitwildmatch", [pattern]).match_file(relative)
+            )
+        return self._settings(matched)
+
+    def _settings(self, matched: tuple[str, ...]) -> LintSettings:
+        """The settings with the per-file ignores of `matched` patterns (each selection resolved once)."""
+        ignore = self.ignore + [code for pattern in matched for code in self.per_file_ignores[pattern]]
+        key = (tuple(self.select or ()), self.select is None, tuple(ignore), tuple(self.extend_select))
+        known = self._known_settings.get(key)
+        if known is None:
+            known = self._known_settings[key] = frozenset(resolve_selection(self.select, ignore, self.extend_select, self._where()))
+        return LintSettings(known, tuple(self.traced_decorators), self.x64)
 
     def _relative(self, path: str) -> str:
         try:

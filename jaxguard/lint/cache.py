@@ -57,6 +57,7 @@ def fingerprint() -> str:
     return digest.hexdigest()
 
 
+@lru_cache(maxsize=64)
 def _settings_text(settings) -> str:
     values = {}
     for item in dataclasses.fields(settings):

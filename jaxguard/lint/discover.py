@@ -45,22 +45,32 @@ def _is_virtualenv(directory: Path) -> bool:
     return (directory / "pyvenv.cfg").is_file()
 
 
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return Path(os.path.realpath(path)).relative_to(os.path.realpath(root)).as_posix()
-    except ValueError:
-        return path.as_posix()
+class _Excluded:
+    """The exclude globs, matched against paths relative to the config's root."""
+
+    def __init__(self, patterns: list[str], root: Path) -> None:
+        self.spec = _spec(patterns) if patterns else None
+        self.root = os.path.realpath(root)
+
+    def __call__(self, path: Path, is_dir: bool = False) -> bool:
+        if self.spec is None:
+            return False
+        try:
+            relative = Path(os.path.realpath(path)).relative_to(self.root).as_posix()
+        except ValueError:
+            relative = path.as_posix()
+        return self.spec.match_file(relative + ("/" if is_dir else ""))
 
 
 def discover(paths: list[str], exclude: list[str], root: Path) -> Discovery:
-    excluded = _spec(exclude)
+    excluded = _Excluded(exclude, root)
     files: list[str] = []
     missing: list[str] = []
     seen: set[str] = set()
 
     def add(path: Path, display: str) -> None:
         key = os.path.realpath(path)
-        if key not in seen and not excluded.match_file(_relative(path, root)):
+        if key not in seen and not excluded(path):
             seen.add(key)
             files.append(display)
 
@@ -69,14 +79,14 @@ def discover(paths: list[str], exclude: list[str], root: Path) -> Discovery:
         if path.is_file():
             add(path, raw)
         elif path.is_dir():
-            for file in _walk(path, excluded, root):
+            for file in _walk(path, excluded):
                 add(file, file.as_posix())
         else:
             missing.append(raw)
     return Discovery(files, missing)
 
 
-def _walk(top: Path, excluded: pathspec.PathSpec, root: Path):
+def _walk(top: Path, excluded: _Excluded):
     ignores: list[tuple[Path, pathspec.PathSpec]] = []
     for directory, dirnames, filenames in os.walk(top):  # does not follow symlinked dirs
         current = Path(directory)
@@ -95,7 +105,7 @@ def _walk(top: Path, excluded: pathspec.PathSpec, root: Path):
                     continue
                 if spec.match_file(relative + ("/" if is_dir else "")):
                     return True
-            return excluded.match_file(_relative(path, root) + ("/" if is_dir else ""))
+            return excluded(path, is_dir)
 
         dirnames[:] = sorted(
             d

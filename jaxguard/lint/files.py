@@ -117,8 +117,6 @@ def decode_source(data: bytes) -> tuple[str, str]:
 
 def _internal(path: str, error: BaseException) -> Diagnostic:
     code, name = INTERNAL_ERROR
-    if isinstance(error, RecursionError):
-        return Diagnostic(code, name, "module too deeply nested to analyze", 1, 1, 1, 1, path=path)
     return Diagnostic(code, name, f"internal error: {type(error).__name__}: {error}".splitlines()[0], 1, 1, 1, 1, path=path)
 
 
@@ -142,7 +140,7 @@ def lint_text(source: str, path: str, settings: LintSettings, prefilter: bool = 
 
         linted = lint_source(source, path, settings)
         return linted.diagnostics, linted.parse_error or _has_engine_error(linted.diagnostics)
-    except Exception as error:  # RecursionError included: report, never a traceback
+    except Exception as error:  # report, never a traceback
         return [_internal(path, error)], True
 
 
