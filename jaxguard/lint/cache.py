@@ -97,7 +97,7 @@ def _decode(data: dict, path: str) -> Diagnostic:
 class Cache:
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
-        self._prepared = False
+        self._usable: bool | None = None  # None: not looked at yet
 
     def _entry(self, key: str) -> Path:
         return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"
@@ -113,7 +113,8 @@ class Cache:
     def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
         entry = self._entry(key)
         try:
-            self._prepare()
+            if not self._prepare():
+                return
             entry.parent.mkdir(parents=True, exist_ok=True)
             fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
             try:
@@ -127,17 +128,17 @@ class Cache:
         except (OSError, TypeError, ValueError):
             pass  # a cache that cannot be written is only slower
 
-    def _prepare(self) -> None:
-        if self._prepared:
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        gitignore = self.directory / ".gitignore"
-        if not gitignore.exists():
-            gitignore.write_text("# Automatically created by jaxguard.\n*\n", encoding="utf-8")
-        tag = self.directory / "CACHEDIR.TAG"
-        if not tag.exists():
-            tag.write_text(_TAG + "# jaxguard cache\n", encoding="utf-8")
-        self._prepared = True
+    def _prepare(self) -> bool:
+        """Make the directory a cache (tagged, git-ignored); False if it is someone else's: a
+        folder of that name that holds files but no CACHEDIR.TAG is left alone."""
+        if self._usable is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tag = self.directory / "CACHEDIR.TAG"
+            self._usable = tag.exists() or not any(self.directory.iterdir())
+            if self._usable and not tag.exists():
+                (self.directory / ".gitignore").write_text("# Automatically created by jaxguard.\n*\n", encoding="utf-8")
+                tag.write_text(_TAG + "# jaxguard cache\n", encoding="utf-8")
+        return self._usable
 
 
 def clean(directory: Path) -> bool:
