@@ -241,25 +241,29 @@ def test_notebook_with_a_byte_order_mark_keeps_it(tmp_path, monkeypatch, capsys)
 # 7. a fix that cannot be written: the findings are reported, only the fix is skipped ----
 
 
-class _EuroFix(Rule):
-    """A test rule whose fix needs a character that a latin-1 file cannot hold."""
+@contextlib.contextmanager
+def rule_with_fix(code: str, node_type: str, text: str, replacement: str):
+    """A test rule `code` that reports each `node_type` node spelled `text`, with a safe fix
+    that writes `replacement`; yields every rule's settings with it on."""
 
-    code = "JG098"
-    name = "euro-test-rule"
-    message = "a price that wants a euro sign"
-    fix_kind = "autofix"
-    what = why = example = use_instead = ""
+    def visit(self, node):
+        if node.value == text:
+            self.report(node, fix=([ReplaceNode(node, replacement)], True, f"write {replacement}"))
 
-    def visit_SimpleString(self, node):
-        if node.value == "'9'":
-            self.report(node, fix=([ReplaceNode(node, "'9 \u20ac'")], True, "add a euro sign"))
+    members = {"code": code, "name": f"test-rule-{code}", "message": f"{text} is flagged", "fix_kind": "autofix"}
+    members.update({"what": "", "why": "", "example": "", "use_instead": "", f"visit_{node_type}": visit})
+    REGISTRY[code] = type(f"TestRule{code}", (Rule,), members)
+    try:
+        yield LintSettings(ALL_RULES.enabled | {code})
+    finally:
+        del REGISTRY[code]
 
 
 @pytest.fixture
 def euro_rule():
-    REGISTRY["JG098"] = _EuroFix
-    yield LintSettings(ALL_RULES.enabled | {"JG098"})
-    del REGISTRY["JG098"]
+    # a fix that needs a character a latin-1 file cannot hold
+    with rule_with_fix("JG098", "SimpleString", "'9'", "'9 \u20ac'") as settings:
+        yield settings
 
 
 def test_a_fix_the_file_encoding_cannot_hold_is_skipped_and_its_finding_reported(tmp_path, euro_rule):
@@ -317,30 +321,12 @@ def test_a_fix_that_cannot_be_written_reports_the_files_findings(tmp_path, monke
 # 12. every fix that can be applied is applied in one run -------------------------------
 
 
-class _BadFix(Rule):
-    """A test rule whose fix never parses."""
-
-    code = "JG097"
-    name = "bad-fix-test-rule"
-    message = "a broken fix"
-    fix_kind = "autofix"
-    what = why = example = use_instead = ""
-
-    def visit_Name(self, node):
-        if node.value == "broken":
-            self.report(node, fix=([ReplaceNode(node, "((")], True, "break the file"))
-
-
 def test_one_bad_fix_does_not_hold_the_others_back():
-    REGISTRY["JG097"] = _BadFix
-    try:
-        settings = LintSettings(ALL_RULES.enabled | {"JG097"})
+    with rule_with_fix("JG097", "Name", "broken", "((") as settings:  # a fix that never parses
         source = "import jax.numpy as jnp\nbroken = 1\n" + "".join(f"x{i} = jnp.zeros(3)\nx{i}[0] = 1.0\n" for i in range(12))
         fixed, applied, remaining = fix_source(source, "m.py", settings)
         assert applied == 12 and [d.code for d in remaining] == ["JG097"]
         assert fix_source(fixed, "m.py", settings) == (fixed, 0, remaining)
-    finally:
-        del REGISTRY["JG097"]
 
 
 def test_fixes_apply_keeps_every_good_fix_around_a_bad_one():
