@@ -298,21 +298,27 @@ def check_notebook_text(
         diagnostics, outcome.error = lint_text(joined, path, settings, prefilter)
         outcome.diagnostics = [_remap(d, cells, path) for d in diagnostics]
         return outcome
-    spans = _source_spans(text)
+    spans = _source_spans(text) or {}
+
+    def changes(candidate: str) -> dict[int, str] | None:
+        """The new source of each cell the fixed module changes; None if it cannot be written
+        (a fix across a cell boundary or a masked magic, a cell whose source is not found)."""
+        texts = _split(candidate, cells)
+        if texts is None:
+            return None
+        changed = {cell.index: new for cell, new in zip(cells, texts) if new != cell.text}
+        return changed if all(index in spans for index in changed) else None
 
     def writable(candidate: str) -> bool:
-        # a fix that crosses a cell boundary or a masked magic (or a notebook whose cells
-        # cannot be found in its text) is skipped; the finding stays
-        return spans is not None and _split(candidate, cells) is not None
+        return changes(candidate) is not None  # else the fix is skipped; its finding stays
 
     new_joined, applied, remaining, outcome.error = fix_text(joined, path, settings, unsafe, prefilter, accept=writable)
     outcome.diagnostics = [_remap(d, cells, path) for d in remaining]
     if not applied or new_joined == joined:
         return outcome
-    texts = _split(new_joined, cells)
-    changes = {cell.index: new for cell, new in zip(cells, texts) if new != cell.text}
-    if changes:
+    changed = changes(new_joined)
+    if changed:
         outcome.fixed = applied
-        outcome.fixed_text = _splice(text, changes, spans)
+        outcome.fixed_text = _splice(text, changed, spans)
         outcome.payload = bom + outcome.fixed_text.encode("utf-8")
     return outcome
