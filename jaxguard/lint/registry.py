@@ -151,6 +151,17 @@ def catalog() -> dict[str, RuleEntry]:
     return dict(sorted(entries.items()))
 
 
+def discover_rules() -> dict[str, type[Rule]]:
+    """Every rule class of every module in jaxguard/checks, found without the catalog: what
+    the catalog must list (tools/gen_rule_docs.py writes it from this; a test compares)."""
+    import pkgutil
+
+    checks = importlib.import_module("jaxguard.checks")
+    for module in pkgutil.iter_modules(checks.__path__, "jaxguard.checks."):
+        importlib.import_module(module.name)
+    return dict(sorted(REGISTRY.items()))
+
+
 def all_rules() -> dict[str, type[Rule]]:
     """Every rule class (importing the families the catalog names registers them)."""
     for module in sorted({entry.module for entry in _catalog_file().values()}):
