@@ -94,11 +94,6 @@ def check_size(size: int, limit: int) -> None:
         raise ValueError(f"file too large ({size / 2**20:.1f} MiB; jaxguard reads at most {limit // 2**20} MiB)")
 
 
-def read_source(path: str) -> tuple[str, str]:
-    """(text, encoding), honoring a BOM or coding cookie. Raises ValueError with a one-line reason."""
-    return decode_source(read_bytes(path))
-
-
 def decode_source(data: bytes) -> tuple[str, str]:
     """(text, encoding) of raw bytes, honoring a BOM or coding cookie. ValueError with a one-line reason."""
     if b"\0" in data:
