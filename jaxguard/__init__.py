@@ -4,7 +4,7 @@
 precision tools import jax the first time one of their names is used.
 """
 
-__version__ = "0.1.0"
+from jaxguard._version import __version__
 
 # Public names that live in the jax-dependent subpackages, resolved on first use.
 _LAZY = {

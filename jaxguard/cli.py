@@ -13,7 +13,7 @@ import difflib
 import sys
 from pathlib import Path
 
-from jaxguard import __version__
+from jaxguard._version import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -64,14 +64,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What `jaxguard run` and `jaxguard precision` need beyond the linter: the `runtime` extra.
+RUNTIME_MODULES = ("jax", "jaxlib", "numpy")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `run` and `precision` take the rest of the command line as they are.
-    if argv and argv[0] == "run":
-        from jaxguard.runtime.cli import main as run_main
+    if argv and argv[0] in ("run", "precision"):
+        missing = _missing_runtime()
+        if missing:
+            return _fail(
+                f"`jaxguard {argv[0]}` needs {', '.join(missing)}: install jaxguard's runtime extra "
+                "(from a checkout of jaxguard: pip install '.[runtime]')"
+            )
+        if argv[0] == "run":
+            from jaxguard.runtime.cli import main as run_main
 
-        return run_main(argv[1:])
-    if argv and argv[0] == "precision":
+            return run_main(argv[1:])
         from jaxguard.precision.cli import main as precision_main
 
         return precision_main(argv[1:])
@@ -90,8 +100,24 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_CLEAN
+    except Exception as error:  # a bug of ours: one line and exit 2, never a traceback
+        return _fail(f"internal error: {type(error).__name__}: {error}".splitlines()[0])
     parser.print_help()
     return EXIT_ERROR
+
+
+def _missing_runtime() -> list[str]:
+    import importlib.util
+
+    missing = []
+    for name in RUNTIME_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
 
 
 def _fail(message: str) -> int:
@@ -112,9 +138,9 @@ def _rule(key: str) -> int:
 
 
 def _rules() -> int:
-    from jaxguard.lint.registry import all_rules
+    from jaxguard.lint.registry import catalog
 
-    for code, rule in all_rules().items():
+    for code, rule in catalog().items():
         default = "on" if rule.default_on else "opt-in"
         print(f"{code}  {rule.name:<36} {default:<7} {rule.fix_kind}")
     return EXIT_CLEAN
@@ -241,36 +267,33 @@ def _diff(path: str, original: str, fixed: str) -> str:
 def _check_stdin(args: argparse.Namespace, config) -> int:
     """`jaxguard check - --stdin-filename path`: what editors run on every keystroke.
 
-    Findings go to stdout; with --fix the fixed text goes to stdout and the findings that
-    remain to stderr; with --diff the diff goes to stdout.
+    Findings go to stdout; with --fix the fixed text (or, if nothing was fixed, the text as
+    it came, byte for byte) goes to stdout and the findings that remain to stderr; with
+    --diff the diff goes to stdout.
     """
-    from jaxguard.lint.files import decode_source, fix_text, io_error, lint_text
+    from jaxguard.lint.files import check_data, check_size, io_error, size_limit
 
     name = args.stdin_filename or "-"
     settings = config.settings_for(name) if args.stdin_filename else config.settings_for("stdin.py")
-    data = sys.stdin.buffer.read()
+    limit = size_limit(name)
+    data = sys.stdin.buffer.read(limit + 1)
     fix = args.fix or args.diff
-    if name.endswith(".ipynb"):
-        from jaxguard.lint.notebook import check_notebook_text
-
-        outcome = check_notebook_text(data, name, settings, fix=fix, unsafe=args.unsafe_fixes)
-        diagnostics, error, fixed, original, new = outcome.diagnostics, outcome.error, outcome.fixed, outcome.original, outcome.fixed_text
-    else:
-        try:
-            source, _ = decode_source(data)
-        except ValueError as problem:
-            return _finish(args, [io_error(name, str(problem))], True, 0, 0, "")
-        original = source
-        if fix:
-            new, fixed, diagnostics, error = fix_text(source, name, settings, args.unsafe_fixes, not args.no_prefilter)
-        else:
-            (diagnostics, error), fixed, new = lint_text(source, name, settings, not args.no_prefilter), 0, source
+    try:
+        check_size(len(data), limit)
+    except ValueError as problem:
+        if args.fix and not args.diff:
+            return _fail(f"{name}: {problem}")  # nothing on stdout: an editor keeps its buffer
+        return _finish(args, [io_error(name, str(problem))], True, 0, 0, "")
+    outcome = check_data(data, name, settings, fix=fix, unsafe=args.unsafe_fixes, prefilter=not args.no_prefilter)
+    diagnostics, error, fixed = outcome.diagnostics, outcome.error, outcome.fixed
     unsafe_hidden = 0 if args.unsafe_fixes else sum(1 for d in diagnostics if d.fix is not None and not d.fix.safe)
     if args.fix and not args.diff:
-        sys.stdout.write(new if new is not None else original or "")
         sys.stdout.flush()
+        sys.stdout.buffer.write(outcome.payload if outcome.payload is not None else data)
+        sys.stdout.buffer.flush()
         with contextlib.redirect_stdout(sys.stderr):
             return _finish(args, diagnostics, error, fixed, unsafe_hidden, "")
+    original, new = outcome.original, outcome.fixed_text
     diff = _diff(name, original, new) if args.diff and original is not None and new is not None and new != original else ""
     return _finish(args, diagnostics, error, fixed, unsafe_hidden, diff)
 

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
-from jaxguard.lint.engine import LintSettings
+from jaxguard.lint.settings import LintSettings
 from jaxguard.lint.registry import SelectionError, resolve_selection
 
 if sys.version_info >= (3, 11):
@@ -48,16 +48,28 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     traced_decorators: list[str] = field(default_factory=list)
     x64: bool = False
+    _known_settings: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def settings_for(self, path: str) -> LintSettings:
         """The effective settings for one file (per-file ignores applied)."""
-        ignore = list(self.ignore)
-        relative = self._relative(path)
-        for pattern, codes in self.per_file_ignores.items():
-            if pathspec.PathSpec.from_lines("gitwildmatch", [pattern]).match_file(relative):
-                ignore.extend(codes)
-        enabled = resolve_selection(self.select, ignore, self.extend_select, self._where())
-        return LintSettings(frozenset(enabled), tuple(self.traced_decorators), self.x64)
+        matched: tuple[str, ...] = ()
+        if self.per_file_ignores:
+            relative = self._relative(path)
+            matched = tuple(
+                pattern
+                for pattern in self.per_file_ignores
+                if pathspec.PathSpec.from_lines("gitwildmatch", [pattern]).match_file(relative)
+            )
+        return self._settings(matched)
+
+    def _settings(self, matched: tuple[str, ...]) -> LintSettings:
+        """The settings with the per-file ignores of `matched` patterns (each selection resolved once)."""
+        ignore = self.ignore + [code for pattern in matched for code in self.per_file_ignores[pattern]]
+        key = (tuple(self.select or ()), self.select is None, tuple(ignore), tuple(self.extend_select))
+        known = self._known_settings.get(key)
+        if known is None:
+            known = self._known_settings[key] = frozenset(resolve_selection(self.select, ignore, self.extend_select, self._where()))
+        return LintSettings(known, tuple(self.traced_decorators), self.x64)
 
     def _relative(self, path: str) -> str:
         try:
@@ -69,13 +81,19 @@ class Config:
         return str(self.path) if self.path else "--select/--ignore"
 
     def validate(self) -> None:
-        """Raise ConfigError on unknown codes, before any file is read."""
+        """Raise ConfigError on unknown codes or invalid globs, before any file is read."""
         try:
             resolve_selection(self.select, self.ignore, self.extend_select, self._where())
             for pattern, codes in self.per_file_ignores.items():
                 resolve_selection(None, codes, [], f"{self._where()} per-file-ignores[{pattern!r}]")
         except SelectionError as error:
             raise ConfigError(str(error)) from None
+        for key, patterns in (("exclude", self.exclude), ("per-file-ignores", list(self.per_file_ignores))):
+            for pattern in patterns:
+                try:
+                    pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+                except ValueError as error:
+                    raise ConfigError(f"invalid {key} glob {pattern!r}: {error}") from None
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -93,9 +111,15 @@ def find_pyproject(start: Path) -> Path | None:
                 if "tool.jaxguard" in text:
                     return candidate  # ours but broken: load_config reports the TOML error
                 continue
-            if "jaxguard" in data.get("tool", {}):
+            if "jaxguard" in _table(data, "tool"):
                 return candidate
     return None
+
+
+def _table(data: dict, key: str) -> dict:
+    """data[key] if it is a table; {} if missing or, like `tool = 5`, not a table."""
+    value = data.get(key, {})
+    return value if isinstance(value, dict) else {}
 
 
 def _string_list(value, key: str, where: Path) -> list[str]:
@@ -118,7 +142,7 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"cannot read config file {path}: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
-    table = data.get("tool", {}).get("jaxguard", {})
+    table = _table(data, "tool").get("jaxguard", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.jaxguard] must be a table")
     config = Config(path=path, root=path.parent)

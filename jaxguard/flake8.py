@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxguard import __version__
+from jaxguard._version import __version__
 from jaxguard.lint.engine import LintSettings, lint_source
 from jaxguard.lint.registry import all_rules
 

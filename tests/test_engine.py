@@ -164,13 +164,16 @@ def test_several_fixes_in_one_file_nested_blocks():
         print(f"y={y:.3f}", y)
         return y
     """
-    fixed = fix(source)
+    safe = fix(source)
+    assert "x = x.at[i, 0].add(1.0)" in safe and "    x.at[0, 0].set(3.0)\n" in safe  # JG302's fix is unsafe
+    assert codes(safe) == ["JG302"] and fix(safe) == safe
+    fixed = fix(source, unsafe=True)
     assert "x = x.at[i, 0].add(1.0)" in fixed
     assert "x = x.at[i, 1].set(jnp.sum(jnp.asarray([i, i])))" in fixed
     assert "x = x.at[0, 0].set(3.0)" in fixed
     assert 'jax.debug.print("y={:.3f} {}", y, y)' in fixed
     assert codes(fixed) == []
-    assert fix(fixed) == fixed
+    assert fix(fixed, unsafe=True) == fixed
 
 
 def test_print_fix_adds_import_when_jax_is_not_imported_as_a_module():

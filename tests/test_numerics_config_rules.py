@@ -207,7 +207,8 @@ def test_seed_000_conv_without_precision_is_jg905():
     ],
 )
 def test_nan_equality_fix(source, expected):
-    fixed = fix(source)
+    assert fix(source) == clean(source)  # unsafe: the result changes on NaN inputs
+    fixed = fix(source, unsafe=True)
     assert expected in fixed
     assert "JG801" not in codes(fixed)
 
@@ -220,9 +221,9 @@ def test_nan_equality_python_nan_fix_is_unsafe():
 
 def test_nan_equality_adds_import_only_when_needed():
     source = "import jax\nimport math\n@jax.jit\ndef f(x):\n    return x == math.nan\n"
-    assert "return jax.numpy.isnan(x)" in fix(source)
+    assert "return jax.numpy.isnan(x)" in fix(source, unsafe=True)
     source = "import math\nimport equinox as eqx\n@eqx.filter_jit\ndef f(x):\n    return x == math.nan\n"
-    fixed = fix(source)
+    fixed = fix(source, unsafe=True)
     assert fixed.startswith("import jax.numpy as jnp\n") and "return jnp.isnan(x)" in fixed
 
 

@@ -83,3 +83,10 @@ def test_document_sections(code):
         assert heading in text
     if RULES[code].fix_kind == "autofix":
         assert "## Fix safety" in text
+
+
+def test_rule_catalog_is_current():
+    # selection and cached runs read the catalog instead of importing the rules
+    from jaxguard.lint.registry import CATALOG, catalog_text, discover_rules
+
+    assert CATALOG.read_text(encoding="utf-8") == catalog_text(discover_rules()), "run `python tools/gen_rule_docs.py`"

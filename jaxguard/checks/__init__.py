@@ -1,3 +1,2 @@
-"""Rule implementations, one module per family. Importing this registers them all."""
-
-from jaxguard.checks import bounds, inputs, iterators, jaxconfig, numerics, prng, purity, tracing, updates  # noqa: F401
+"""Rule implementations, one module per family. jaxguard/data/rules.json names the module of
+each rule (see jaxguard.lint.registry); tools/gen_rule_docs.py finds them here."""

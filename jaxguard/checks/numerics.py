@@ -186,14 +186,16 @@ class NanEquality(Rule):
             return jnp.where(bad, 0.0, values)
     """
     fix_safety = """
-        The fix turns `x == NAN` into `isnan(x)` and `x != NAN` into `~isnan(x)`. This changes
-        the comparison's result on NaN inputs, deliberately: the original is constant, and the
-        fix is what it was meant to test. `isnan` is taken from the module the NaN came from
-        (`np.nan` -> `np.isnan`, `jnp.nan` -> `jnp.isnan`, everything inside traced code ->
-        `jnp.isnan`, adding `import jax.numpy as jnp` only if the name is free), so the result
-        keeps its array type; it is marked safe. For `math.nan` / `float("nan")` outside
-        traced code the result type may change (a Python float compared gives `bool`, `isnan`
-        an array scalar), so that fix is unsafe. Chained comparisons are reported without a fix.
+        The fix turns `x == NAN` into `isnan(x)` and `x != NAN` into `~isnan(x)`. It is
+        unsafe (applied with `--unsafe-fixes`): it changes the comparison's result on NaN
+        inputs, deliberately (the original is constant, the fix is what it was meant to
+        test), and that is a change of what the program computes. `isnan` is taken from the
+        module the NaN came from (`np.nan` -> `np.isnan`, `jnp.nan` -> `jnp.isnan`), and from
+        `jax.numpy` in a function that JAX traces or differentiates (`jax.grad`), where
+        `np.isnan` would raise on a tracer; `import jax.numpy as jnp` is added only if the
+        name is free. For `math.nan` / `float("nan")` the result type may also change (a
+        Python float compared gives `bool`, `isnan` an array scalar). Chained comparisons
+        are reported without a fix.
     """
     invalid = (
         "import numpy as np\nimport jax\n@jax.jit\ndef f(x):\n    return jax.numpy.where(x != np.nan, x, 0.0)\n",
@@ -238,19 +240,18 @@ class NanEquality(Rule):
 
     def _fix(self, node: cst.Comparison, operand: cst.BaseExpression, source: str, equal: bool):
         ctx = self.ctx
-        safe = True
-        if ctx.in_traced or source == "jax.numpy":
-            ref = module_ref(ctx, "jax.numpy")
+        if ctx.under_transform or source == "jax.numpy":
+            ref = module_ref(ctx, "jax.numpy")  # np.isnan raises on a tracer
         elif source == "numpy":
             ref = module_ref(ctx, "numpy")
         else:
-            safe = False
             ref = module_ref(ctx, "jax.numpy") if ctx.module_alias("jax.numpy") else module_ref(ctx, "numpy")
         if ref is None:
             return None
         prefix, steps = ref
         text = f"{'' if equal else '~'}{prefix}.isnan({arg_code(ctx, operand)})"
-        return [ReplaceNode(node, text), *steps], safe, f"use {prefix}.isnan()"
+        # unsafe: on a NaN the result changes (what the author meant, but a change)
+        return [ReplaceNode(node, text), *steps], False, f"use {prefix}.isnan()"
 
 
 # ---------------------------------------------------------------------------------

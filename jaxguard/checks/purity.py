@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import string
+
 import libcst as cst
 
 from jaxguard.lint import kinds
@@ -105,26 +108,26 @@ class PrintInTraced(Rule):
             if ctx.scope.lookup("jax") is not None:
                 return None  # `jax` means something else here
             jax_name = "jax"
-        pieces: list[str] = []
+        fmt = _FormatString()
         values: list[str] = []
         safe = True
-        for arg in node.args:
-            text = _literal_text(arg.value)
-            if text is not None:
-                pieces.append(text.replace("{", "{{").replace("}", "}}"))
+        for index, arg in enumerate(node.args):
+            if index:
+                fmt.add(" ", " ")
+            if _literal_piece(arg.value, fmt):
                 continue
-            formatted = _fstring_parts(arg.value, ctx)
+            formatted = _fstring_parts(arg.value, ctx, fmt)
             if formatted is not None:
-                piece, exprs = formatted
-                pieces.append(piece)
-                values.extend(exprs)
+                values.extend(formatted)
                 safe = safe and all(self._is_traced_value(e) for e in _fstring_exprs(arg.value))
                 continue
-            pieces.append("{}")
+            fmt.add("{}", "{}")
             values.append(ctx.code(arg.value))
             safe = safe and self._is_traced_value(arg.value)
-        fmt = " ".join(pieces)
-        call = f"{jax_name}.debug.print({_quote(fmt)}{''.join(', ' + v for v in values)})"
+        literal = fmt.literal()
+        if literal is None:
+            return None  # the format string cannot be written from the source's spelling
+        call = f"{jax_name}.debug.print({literal}{''.join(', ' + v for v in values)})"
         steps = [ReplaceNode(node, call)]
         if ctx.module_alias("jax") is None:
             steps.append(AddImport("import jax"))
@@ -260,46 +263,120 @@ def _names(expr: cst.CSTNode) -> list[cst.Name]:
     return found
 
 
-def _literal_text(node: cst.BaseExpression) -> str | None:
-    value = literal_str(node)
-    if value is not None:
-        return value
+class _FormatString:
+    """jax.debug.print's format string, written from the source text of the literals it is
+    made of (never from their values: a value may hold a NUL or other character the file
+    cannot hold or that no longer compiles), checked against the value it must have."""
+
+    def __init__(self) -> None:
+        self.body: list[str] = []  # the text between the quotes of a "..." literal
+        self.value: list[str] = []  # the format string it must evaluate to
+
+    def add(self, body: str, value: str) -> None:
+        self.body.append(body)
+        self.value.append(value)
+
+    def literal(self) -> str | None:
+        text = '"' + "".join(self.body) + '"'
+        value = "".join(self.value)
+        try:
+            ok = ast.literal_eval(text) == value
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            ok = False
+        # jax.debug.print formats only if the text before its first escaped brace has a
+        # placeholder (it looks at the first chunk only): else it prints `{{` as it is.
+        first_field = next(string.Formatter().parse(value), ("", None))[1]
+        if first_field is None and ("{" in value or "}" in value):
+            ok = False
+        return text if ok else None
+
+
+def _literal_piece(node: cst.BaseExpression, fmt: _FormatString) -> bool:
+    """Add a string or number literal to `fmt` as text (its braces doubled); False if it is none."""
     if isinstance(node, (cst.Integer, cst.Float)):
-        return node.value
-    return None
+        shown = str(node.evaluated_value)  # what print shows: 1_000 -> 1000, 1e3 -> 1000.0
+        fmt.add(shown, shown)
+        return True
+    value = literal_str(node)
+    if value is None:
+        return False
+    fmt.add(_requoted(node.prefix, node.quote, node.raw_value, double_braces=True), value.replace("{", "{{").replace("}", "}}"))
+    return True
+
+
+def _requoted(prefix: str, quote: str, body: str, double_braces: bool) -> str:
+    """The body of a literal written `prefix quote body quote`, rewritten for a plain "..."
+    literal with the same value: a raw body's backslashes doubled, `"` and line breaks
+    escaped, escapes kept as they are spelled; with `double_braces`, `{`/`}` outside a
+    `\\N{...}` escape doubled (for a format string)."""
+    raw = "r" in prefix.lower()
+    out: list[str] = []
+    index = 0
+    while index < len(body):
+        char = body[index]
+        if char == "\\" and raw:
+            out.append("\\\\")
+        elif char == "\\":
+            following = body[index + 1 : index + 2]
+            if following in ("\r", "\n"):  # a backslash-newline inside the string: nothing
+                index += 3 if body[index + 1 : index + 3] == "\r\n" else 2
+                continue
+            if following == "N" and body[index + 2 : index + 3] == "{":
+                end = body.find("}", index)
+                following = body[index + 1 : end + 1]
+            out.append("\\" + following)
+            index += 1 + len(following)
+            continue
+        elif char == '"':
+            out.append('\\"')
+        elif char in "\r\n":
+            out.append("\\r" if char == "\r" else "\\n")
+        elif char in "{}" and double_braces:
+            out.append(char * 2)
+        else:
+            out.append(char)
+        index += 1
+    return "".join(out)
 
 
 def _fstring_exprs(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [p.expression for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
 
 
-def _fstring_parts(node: cst.BaseExpression, ctx) -> tuple[str, list[str]] | None:
-    """f"x={x:.3f}" -> ("x={:.3f}", ["x"]); None if not a simple f-string."""
+def _fstring_parts(node: cst.BaseExpression, ctx, fmt: _FormatString) -> list[str] | None:
+    """f"x={x:.3f}" -> adds "x={:.3f}" to `fmt` and returns ["x"]; None (and adds nothing)
+    if not a simple f-string."""
     if not isinstance(node, cst.FormattedString):
         return None
-    piece, values = [], []
+    prefix = node.prefix.lower().replace("f", "")
+    quote = node.end
+    pieces: list[tuple[str, str]] = []
+    values = []
     for part in node.parts:
         if isinstance(part, cst.FormattedStringText):
-            piece.append(part.value)
+            body = _requoted(prefix, quote, part.value, double_braces=False)
+            try:  # the text's value as a piece of a format string: `{{` stays `{{`
+                value = ast.literal_eval(prefix + quote + part.value + quote)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return None
+            pieces.append((body, value))
         else:
             if part.format_spec and any(
                 isinstance(p, cst.FormattedStringExpression) for p in part.format_spec
             ):
                 return None
-            spec = "".join(p.value for p in (part.format_spec or ()))  # type: ignore[union-attr]
-            conversion = f"!{part.conversion}" if part.conversion else ""
             if part.equal is not None:
                 return None
-            piece.append("{" + conversion + (":" + spec if spec else "") + "}")
+            spec = "".join(p.value for p in (part.format_spec or ()))  # type: ignore[union-attr]
+            if "\\" in spec or "{" in spec or "}" in spec:
+                return None
+            conversion = f"!{part.conversion}" if part.conversion else ""
+            placeholder = "{" + conversion + (":" + spec if spec else "") + "}"
+            pieces.append((placeholder, placeholder))
             values.append(ctx.code(part.expression))
-    text = "".join(piece)
-    if "\\" in text:
-        return None  # escapes would need re-quoting; leave such prints to the user
-    return text, values
-
-
-def _quote(text: str) -> str:
-    return repr(text) if '"' in text else '"' + text.replace("\\", "\\\\") + '"'
+    for body, value in pieces:
+        fmt.add(body, value)
+    return values
 
 
 @register

@@ -58,7 +58,8 @@ class InPlaceUpdate(Rule):
         divide/power`. The fix is safe when the array was created by a `jax.numpy`/`jax` call
         in the same scope. When the name is a parameter of a traced function (most likely an
         array, but it could be a dict or list of the pytree), the fix is unsafe. Other
-        operators (`//=`, `%=`, bitwise) are reported without a fix.
+        operators (`//=`, `%=`, bitwise), and a name the function only reads (a global:
+        `x = ...` would make it local and raise UnboundLocalError), are reported without a fix.
     """
     invalid = (
         "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.0\n",
@@ -136,7 +137,7 @@ class InPlaceUpdate(Rule):
         name = ctx.code(target.value).strip()
         message = self.message.format(target=ctx.code(target).strip(), operator=operator, name=name, op=op)
         fix = None
-        if statement is not None:
+        if statement is not None and ctx.rebinds(name):
             index = _slice_source(ctx, target)
             value = ctx.code(statement.value)
             text = f"{name} = {name}.at[{index}].{op}({value})"
@@ -222,8 +223,13 @@ class DiscardedFunctionalUpdate(Rule):
     """
     fix_safety = """
         The fix assigns the result back to the array's name: `x.at[i].set(v)` becomes
-        `x = x.at[i].set(v)`, `x.sort()` and `jnp.sort(x)` become `x = ...`. It is offered only
-        when the updated array is a plain name. Other discarded `jax.numpy` calls are reported
+        `x = x.at[i].set(v)`, `x.sort()` and `jnp.sort(x)` become `x = ...`. It is unsafe
+        (applied with `--unsafe-fixes`): the code after it then sees the updated array,
+        which is what the author meant but changes what the program computes. It is offered
+        only when the updated array is a plain name that the statement's scope binds (a
+        local or parameter, a name declared `global` or `nonlocal`, any name at module or
+        class level): in a function that only reads a global `x`, `x = ...` would make `x`
+        local and raise UnboundLocalError. Other discarded `jax.numpy` calls are reported
         without a fix (what the result should be bound to is for the author to say).
     """
     invalid = (
@@ -276,9 +282,10 @@ class DiscardedFunctionalUpdate(Rule):
         call_text = ctx.code(call.func).strip() + "(...)"
         name = ctx.code(updated).strip() if updated is not None else "its input"
         fix = None
-        if fixable and isinstance(updated, cst.Name):
+        if fixable and isinstance(updated, cst.Name) and ctx.rebinds(updated.value):
             text = f"{updated.value} = {ctx.code(call)}"
-            fix = ([ReplaceNode(statement, text)], True, f"assign the result back to {updated.value}")
+            # unsafe: later code sees the update (the intent, but a change of behaviour)
+            fix = ([ReplaceNode(statement, text)], False, f"assign the result back to {updated.value}")
         self.report(call, self.message.format(call=call_text, name=name), fix)
 
 

@@ -16,15 +16,17 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from jaxguard import __version__
+from jaxguard._version import __version__
 from jaxguard.lint.diagnostic import Diagnostic, Edit, Fix
 
 CACHE_DIR_NAME = ".jaxguard_cache"
 FORMAT = 1
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n"  # https://bford.info/cachedir/
 
 
 def default_cache_dir(root: Path) -> Path:
@@ -32,22 +34,30 @@ def default_cache_dir(root: Path) -> Path:
     return Path(override) if override else Path(root) / CACHE_DIR_NAME
 
 
+# Parts of the package that cannot change a finding (the lint engine never imports them).
+_NOT_LINT = ("runtime", "precision", "__pycache__")
+
+
 @lru_cache(maxsize=1)
 def fingerprint() -> str:
-    """jaxguard's version and the size/mtime of its own sources."""
+    """jaxguard's version and the size/mtime of every file of its linter: the sources and
+    the package data they read (jaxguard/data/*.json)."""
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.blake2b(f"{__version__}|{FORMAT}".encode(), digest_size=16)
-    for path in sorted(package.rglob("*.py")):
-        if "runtime" in path.parts or "precision" in path.parts:
+    for path in sorted(package.rglob("*")):
+        relative = path.relative_to(package)
+        if relative.parts[0] in _NOT_LINT or "__pycache__" in relative.parts:
             continue
         try:
             info = path.stat()
         except OSError:
             continue
-        digest.update(f"{path.relative_to(package)}|{info.st_size}|{info.st_mtime_ns}\n".encode())
+        if stat.S_ISREG(info.st_mode):
+            digest.update(f"{relative.as_posix()}|{info.st_size}|{info.st_mtime_ns}\n".encode())
     return digest.hexdigest()
 
 
+@lru_cache(maxsize=64)
 def _settings_text(settings) -> str:
     values = {}
     for item in dataclasses.fields(settings):
@@ -58,12 +68,13 @@ def _settings_text(settings) -> str:
     return json.dumps(values, sort_keys=True, default=repr)
 
 
-def cache_key(path: str, source: str, settings, mode: str = "lint") -> str:
+def cache_key(path: str, content: bytes | str, settings, mode: str = "lint") -> str:
+    """The key of one file's result: its content (bytes as read), path, settings, mode and jaxguard."""
     digest = hashlib.blake2b(digest_size=20)
     for part in (fingerprint(), mode, _settings_text(settings), os.path.abspath(path)):
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
-    digest.update(source.encode("utf-8", "surrogatepass"))
+    digest.update(content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 
@@ -86,7 +97,7 @@ def _decode(data: dict, path: str) -> Diagnostic:
 class Cache:
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
-        self._prepared = False
+        self._usable: bool | None = None  # None: not looked at yet
 
     def _entry(self, key: str) -> Path:
         return self.directory / f"v{FORMAT}" / key[:2] / f"{key}.json"
@@ -102,7 +113,8 @@ class Cache:
     def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
         entry = self._entry(key)
         try:
-            self._prepare()
+            if not self._prepare():
+                return
             entry.parent.mkdir(parents=True, exist_ok=True)
             fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
             try:
@@ -116,25 +128,34 @@ class Cache:
         except (OSError, TypeError, ValueError):
             pass  # a cache that cannot be written is only slower
 
-    def _prepare(self) -> None:
-        if self._prepared:
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        gitignore = self.directory / ".gitignore"
-        if not gitignore.exists():
-            gitignore.write_text("# Automatically created by jaxguard.\n*\n", encoding="utf-8")
-        tag = self.directory / "CACHEDIR.TAG"
-        if not tag.exists():
-            tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# jaxguard cache\n", encoding="utf-8")
-        self._prepared = True
+    def _prepare(self) -> bool:
+        """Make the directory a cache (tagged, git-ignored); False if it is someone else's: a
+        folder of that name that holds files but no CACHEDIR.TAG is left alone."""
+        if self._usable is None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tag = self.directory / "CACHEDIR.TAG"
+            self._usable = tag.exists() or not any(self.directory.iterdir())
+            if self._usable and not tag.exists():
+                (self.directory / ".gitignore").write_text("# Automatically created by jaxguard.\n*\n", encoding="utf-8")
+                tag.write_text(_TAG + "# jaxguard cache\n", encoding="utf-8")
+        return self._usable
 
 
 def clean(directory: Path) -> bool:
-    """Delete the cache directory. True if there was one."""
+    """Delete the cache directory. True if there was one.
+
+    Only a directory jaxguard made: it holds jaxguard's CACHEDIR.TAG. A user's own folder
+    that happens to be called `.jaxguard_cache` is refused, whatever its name.
+    """
     directory = Path(directory)
-    if not directory.exists():
+    if not directory.exists() and not directory.is_symlink():
         return False
-    if not (directory / "CACHEDIR.TAG").exists() and directory.name != CACHE_DIR_NAME:
+    tag = directory / "CACHEDIR.TAG"
+    try:
+        ours = directory.is_dir() and not directory.is_symlink() and tag.is_file() and tag.read_text(encoding="utf-8").startswith(_TAG)
+    except (OSError, UnicodeDecodeError):
+        ours = False
+    if not ours:
         raise ValueError(f"{directory} does not look like a jaxguard cache (no CACHEDIR.TAG); not deleting it")
     shutil.rmtree(directory)
     return True

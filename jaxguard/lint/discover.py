@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pathspec
 
-SKIPPED_DIRS = frozenset(
-    {"__pycache__", "node_modules", "build", "dist", "site-packages", "venv", "env", "__pypackages__", ".jaxguard_cache"}
-)
+# Folders never searched. Virtualenvs are recognized by their pyvenv.cfg, not by a name:
+# `rl/env/` is often a package of the project.
+SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist", "site-packages", "__pypackages__", ".jaxguard_cache"})
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
@@ -26,26 +26,51 @@ def _spec(patterns: list[str]) -> pathspec.PathSpec:
     return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
 
 
+def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
+    """A .gitignore's patterns; a line git cannot read either (a lone backslash) never matches."""
+    try:
+        return _spec(lines)
+    except ValueError:
+        valid = []
+        for line in lines:
+            try:
+                _spec([line])
+            except ValueError:
+                continue
+            valid.append(line)
+        return _spec(valid)
+
+
 def _is_virtualenv(directory: Path) -> bool:
     return (directory / "pyvenv.cfg").is_file()
 
 
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return Path(os.path.realpath(path)).relative_to(os.path.realpath(root)).as_posix()
-    except ValueError:
-        return path.as_posix()
+class _Excluded:
+    """The exclude globs, matched against paths relative to the config's root."""
+
+    def __init__(self, patterns: list[str], root: Path) -> None:
+        self.spec = _spec(patterns) if patterns else None
+        self.root = os.path.realpath(root)
+
+    def __call__(self, path: Path, is_dir: bool = False) -> bool:
+        if self.spec is None:
+            return False
+        try:
+            relative = Path(os.path.realpath(path)).relative_to(self.root).as_posix()
+        except ValueError:
+            relative = path.as_posix()
+        return self.spec.match_file(relative + ("/" if is_dir else ""))
 
 
 def discover(paths: list[str], exclude: list[str], root: Path) -> Discovery:
-    excluded = _spec(exclude)
+    excluded = _Excluded(exclude, root)
     files: list[str] = []
     missing: list[str] = []
     seen: set[str] = set()
 
     def add(path: Path, display: str) -> None:
         key = os.path.realpath(path)
-        if key not in seen and not excluded.match_file(_relative(path, root)):
+        if key not in seen and not excluded(path):
             seen.add(key)
             files.append(display)
 
@@ -54,21 +79,21 @@ def discover(paths: list[str], exclude: list[str], root: Path) -> Discovery:
         if path.is_file():
             add(path, raw)
         elif path.is_dir():
-            for file in _walk(path, excluded, root):
+            for file in _walk(path, excluded):
                 add(file, file.as_posix())
         else:
             missing.append(raw)
     return Discovery(files, missing)
 
 
-def _walk(top: Path, excluded: pathspec.PathSpec, root: Path):
+def _walk(top: Path, excluded: _Excluded):
     ignores: list[tuple[Path, pathspec.PathSpec]] = []
     for directory, dirnames, filenames in os.walk(top):  # does not follow symlinked dirs
         current = Path(directory)
         gitignore = current / ".gitignore"
         if gitignore.is_file():
             try:
-                ignores.append((current, _spec(gitignore.read_text(encoding="utf-8", errors="replace").splitlines())))
+                ignores.append((current, _gitignore_spec(gitignore.read_text(encoding="utf-8", errors="replace").splitlines())))
             except OSError:
                 pass
 
@@ -80,7 +105,7 @@ def _walk(top: Path, excluded: pathspec.PathSpec, root: Path):
                     continue
                 if spec.match_file(relative + ("/" if is_dir else "")):
                     return True
-            return excluded.match_file(_relative(path, root) + ("/" if is_dir else ""))
+            return excluded(path, is_dir)
 
         dirnames[:] = sorted(
             d

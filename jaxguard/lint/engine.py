@@ -6,7 +6,11 @@ import ast
 import contextlib
 import dataclasses
 import gc
+import re
+import sys
+import threading
 import traceback
+import warnings
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -16,17 +20,11 @@ from jaxguard.lint.diagnostic import Diagnostic, Edit, Fix
 from jaxguard.lint.facts import ModuleFacts, Scope
 from jaxguard.lint.positions import Positions
 from jaxguard.lint.registry import INTERNAL_ERROR, SYNTAX_ERROR, Rule, all_rules
+from jaxguard.lint.settings import LintSettings
 from jaxguard.lint.suppress import Suppressions
 from jaxguard.lint.walk import NODE_TYPES, child_fields
 
 MAX_FIX_PASSES = 10
-
-
-@dataclass(frozen=True)
-class LintSettings:
-    enabled: frozenset[str]
-    traced_decorators: tuple[str, ...] = ()
-    x64: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,6 +100,24 @@ class RuleContext:
             return False
         function = self.function
         return function is not None and function.traced
+
+    @property
+    def under_transform(self) -> bool:
+        """Inside a function JAX traces or differentiates (or one nested in it): its values
+        may be tracers, which numpy functions reject."""
+        function = self.function
+        while function is not None:
+            if function.traced or function.differentiated:
+                return True
+            function = self.facts.enclosing_function(function.parent)
+        return False
+
+    def rebinds(self, name: str) -> bool:
+        """An assignment to `name` here rebinds what `name` reads here. In a function that
+        only reads a global or outer `name`, `name = ...` would make it local, and every
+        read of it before that assignment would raise UnboundLocalError."""
+        scope = self.scope
+        return scope.kind != "function" or scope.binds(name) or name in scope.declared_global or name in scope.declared_nonlocal
 
     def qualname(self, node: cst.BaseExpression) -> str | None:
         # several rules ask about the same call's function: resolve each node once
@@ -208,31 +224,86 @@ class LintResult:
     parse_error: bool = False
 
 
+# Where lines break for Python and libcst: CRLF, LF and a lone CR, also inside strings.
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
 def _line_offsets(source: str) -> list[int]:
-    offsets = [0]
-    for index, char in enumerate(source):
-        if char == "\n":
-            offsets.append(index + 1)
-    return offsets
+    """The offset of the first character of each line, lines numbered as libcst numbers them."""
+    return [0, *(match.end() for match in _LINE_BREAK.finditer(source))]
 
 
 def parse_error_diagnostic(path: str, source: str, error: Exception) -> Diagnostic:
-    """Python's own message and position where it has one (libcst's can point past the error)."""
+    """Python's own message and position where it has one (libcst's can point past the
+    error). Code that Python reads is beyond libcst, and the message says so."""
+    line = getattr(error, "raw_line", None) or 1
+    raw_column = getattr(error, "raw_column", None)
+    column = raw_column + 1 if isinstance(raw_column, int) else 1
+    message = _first_line(error)
     try:
         compile(source, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as python_error:
-        error = python_error
+        line, column, message = python_error.lineno or 1, python_error.offset or 1, python_error.msg
     except (ValueError, RecursionError, MemoryError):
         pass
-    if isinstance(error, SyntaxError):
-        line, column, message = error.lineno or 1, error.offset or 1, error.msg
-    else:
-        line = getattr(error, "raw_line", None) or 1
-        raw_column = getattr(error, "raw_column", None)
-        column = raw_column + 1 if isinstance(raw_column, int) else 1
-        message = getattr(error, "message", None) or str(error).splitlines()[0]
+    else:  # e.g. 4,000 implicitly joined strings
+        message = f"valid Python, but too deeply nested or chained for libcst, jaxguard's parser ({message})"
     code, name = SYNTAX_ERROR
     return Diagnostic(code, name, f"cannot parse: {message}", line, column, line, column, path=path)
+
+
+def _first_line(error: BaseException) -> str:
+    return (getattr(error, "message", None) or str(error) or type(error).__name__).strip().splitlines()[0]
+
+
+def _too_deep(path: str) -> Diagnostic:
+    code, name = SYNTAX_ERROR
+    return Diagnostic(code, name, "cannot parse: nested too deeply to analyze", 1, 1, 1, 1, path=path)
+
+
+# Valid code can be deeper than Python's default recursion limit lets a tree walk go
+# (CPython compiles a 2,900-term `a + a + ...`): such a module is checked again on a
+# thread with a large stack and recursion limit.
+DEEP_STACK_BYTES = 512 * 2**20
+DEEP_RECURSION_LIMIT = 100_000
+
+
+def _deeply(function, *args):
+    """function(*args), retried on a deep stack after a RecursionError; None if even that fails."""
+    try:
+        return function(*args)
+    except RecursionError:
+        pass
+    outcome: list = []
+
+    def run() -> None:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, DEEP_RECURSION_LIMIT))
+        try:
+            outcome.append((True, function(*args)))
+        except RecursionError:
+            pass
+        except BaseException as error:  # raised again in the caller's thread
+            outcome.append((False, error))
+        finally:
+            sys.setrecursionlimit(limit)
+
+    previous = threading.stack_size()
+    try:
+        threading.stack_size(DEEP_STACK_BYTES)
+        thread = threading.Thread(target=run, name="jaxguard-deep")
+    except (ValueError, RuntimeError):  # a platform without settable stacks
+        return None
+    finally:
+        threading.stack_size(previous)
+    thread.start()
+    thread.join()
+    if not outcome:
+        return None
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 @contextlib.contextmanager
@@ -278,10 +349,15 @@ def _built_by_the_parser(node: cst.CSTNode) -> None:
 
 def lint_source(source: str, path: str, settings: LintSettings) -> LintResult:
     """Lint one module's text. Never raises for bad input: a parse failure is a diagnostic."""
+    result = _deeply(_lint_source, source, path, settings)
+    return result if result is not None else LintResult([_too_deep(path)], parse_error=True)
+
+
+def _lint_source(source: str, path: str, settings: LintSettings) -> LintResult:
     with _collector_paused():
         try:
             module = parse_module(source)
-        except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError) as error:
+        except (cst.ParserSyntaxError, SyntaxError, ValueError) as error:
             return LintResult([parse_error_diagnostic(path, source, error)], parse_error=True)
         return LintResult(_lint_module(module, source, path, settings))
 
@@ -297,8 +373,7 @@ def _lint_module(module: cst.Module, source: str, path: str, settings: LintSetti
         for rule in rules:
             rule.finish()
     except RecursionError:
-        code, name = INTERNAL_ERROR
-        return [Diagnostic(code, name, "module too deeply nested to analyze", 1, 1, 1, 1, path=path)]
+        raise  # lint_source tries again on a deeper stack
     except Exception as error:  # one rule's bug must not stop the run
         code, name = INTERNAL_ERROR
         where = traceback.extract_tb(error.__traceback__)[-1]
@@ -387,7 +462,11 @@ def _resolve_fix(pending: PendingFix, positions, offsets, module: cst.Module, so
         elif isinstance(step, AddImport):
             if step.statement not in _top_level_imports(module):
                 at = _import_insertion_offset(module, source, positions, offsets)
-                edits.append(Edit(at, at, step.statement + "\n"))
+                newline = module.default_newline  # the file's own: CRLF stays CRLF
+                text = step.statement + newline
+                if at == len(source) and source and not _LINE_BREAK.fullmatch(source[-1]):
+                    text = newline + text  # after a last line that has no line break
+                edits.append(Edit(at, at, text))
     return Fix(tuple(edits), pending.safe, pending.description)
 
 
@@ -418,7 +497,7 @@ def _import_insertion_offset(module: cst.Module, source: str, positions, offsets
     """Before the first statement after the docstring and `from __future__` imports."""
     insert_before = _first_code_statement(module)
     if insert_before is None:
-        return offsets[-1] if source.endswith("\n") else len(source)
+        return len(source)
     span = positions[insert_before]
     return offsets[span.start.line - 1]
 
@@ -444,12 +523,45 @@ def apply_edits(source: str, edits: list[Edit]) -> str:
     return "".join(result)
 
 
+def _compiles(source: str) -> bool:
+    """CPython compiles it (libcst accepts some text CPython rejects, such as a NUL byte in a
+    string). Top-level `await` is allowed: notebooks have it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes etc. are the user's, not ours to print
+            compile(source, "<fixed>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+    except (SyntaxError, ValueError, OverflowError, MemoryError):
+        return False
+    return True
+
+
 def _parses(source: str) -> bool:
     try:
         parse_module(source)
+    except RecursionError:
+        raise  # deep code: the whole fix is tried again on a deeper stack
     except Exception:
         return False
     return True
+
+
+class _Validator:
+    """Is a fixed text fit to write? It parses (libcst), it compiles if the original did, and
+    `accept` (the file's own condition: its encoding, a notebook's cell markers) holds."""
+
+    def __init__(self, original: str, accept=None) -> None:
+        self.original = original
+        self.accept = accept
+        self._original_compiles: bool | None = None
+
+    def __call__(self, candidate: str) -> bool:
+        if self.accept is not None and not self.accept(candidate):
+            return False
+        if self._original_compiles is None:
+            self._original_compiles = _compiles(self.original)
+        if self._original_compiles and not _compiles(candidate):
+            return False
+        return _parses(candidate)
 
 
 def _conflicts(a: Edit, b: Edit) -> bool:
@@ -460,8 +572,9 @@ def _conflicts(a: Edit, b: Edit) -> bool:
     return a.start < b.end and b.start < a.end
 
 
-def _fixes_apply(source: str, fixes: list[Fix]) -> tuple[str, int]:
-    """Apply the fixes that don't conflict; keep them only if the result still parses."""
+def _fixes_apply(source: str, fixes: list[Fix], valid=None) -> tuple[str, int]:
+    """Apply the fixes that don't conflict and keep the file valid. Returns (text, count)."""
+    valid = valid or _Validator(source)
     chosen: list[Fix] = []
     for fix in fixes:
         if not any(_conflicts(a, b) for other in chosen for a in fix.edits for b in other.edits):
@@ -469,19 +582,32 @@ def _fixes_apply(source: str, fixes: list[Fix]) -> tuple[str, int]:
     if not chosen:
         return source, 0
     candidate = apply_edits(source, [e for fix in chosen for e in fix.edits])
-    if _parses(candidate):
+    if valid(candidate):
         return candidate, len(chosen)
-    # Fall back to the first fix on its own that parses; the next pass picks up the rest.
+    # Some fix spoils the file: keep each one that leaves it valid on top of those kept.
+    kept: list[Fix] = []
+    result = source
     for fix in chosen:
-        attempt = apply_edits(source, list(fix.edits))
-        if _parses(attempt):
-            return attempt, 1
-    return source, 0
+        attempt = apply_edits(source, [e for f in (*kept, fix) for e in f.edits])
+        if valid(attempt):
+            kept.append(fix)
+            result = attempt
+    return result, len(kept)
 
 
-def fix_source(source: str, path: str, settings: LintSettings, unsafe: bool = False) -> tuple[str, int, list[Diagnostic]]:
-    """Apply fixes until none is left. Returns (new source, fixes applied, remaining diagnostics)."""
+def fix_source(
+    source: str, path: str, settings: LintSettings, unsafe: bool = False, accept=None
+) -> tuple[str, int, list[Diagnostic]]:
+    """Apply fixes until none is left (a fixed point: a second run changes nothing), at most
+    MAX_FIX_PASSES rounds. `accept(text)`, if given, must hold for every text written.
+    Returns (new source, fixes applied, remaining diagnostics)."""
+    fixed = _deeply(_fix_source, source, path, settings, unsafe, accept)
+    return fixed if fixed is not None else (source, 0, [_too_deep(path)])
+
+
+def _fix_source(source: str, path: str, settings: LintSettings, unsafe: bool, accept) -> tuple[str, int, list[Diagnostic]]:
     total = 0
+    valid = _Validator(source, accept)
     for _ in range(MAX_FIX_PASSES):
         result = lint_source(source, path, settings)
         if result.parse_error:
@@ -489,7 +615,7 @@ def fix_source(source: str, path: str, settings: LintSettings, unsafe: bool = Fa
         fixes = [d.fix for d in result.diagnostics if d.fix and d.fix.edits and (d.fix.safe or unsafe)]
         if not fixes:
             return source, total, result.diagnostics
-        new_source, applied = _fixes_apply(source, fixes)
+        new_source, applied = _fixes_apply(source, fixes, valid)
         if applied == 0 or new_source == source:
             return source, total, result.diagnostics
         source, total = new_source, total + applied

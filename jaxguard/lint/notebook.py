@@ -8,9 +8,10 @@
 - Findings are reported as `nb.ipynb:cell N:line:col`: N is the cell's 1-based position
   among the notebook's code cells, line is the line within the cell.
 - `--fix` fixes the joined module, splits it back at the markers, restores the masked
-  lines, and writes back only the `source` of the cells that changed: outputs, execution
-  counts, metadata and the JSON layout (indent, key order) stay as they were. If a fix
-  would disturb a marker or a masked line, nothing is written and the run says so.
+  lines, and replaces in the file's text only the `source` values of the cells that
+  changed: every other byte (outputs, metadata, escapes such as `\u00e9`, CRLF line
+  breaks, indentation, key order) stays. A fix that would disturb a marker or a masked
+  line is skipped (its finding stays).
 - Plain json; no nbformat needed. Non-Python notebooks (kernelspec language) are skipped.
 """
 
@@ -18,11 +19,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from jaxguard.lint.diagnostic import Diagnostic
-from jaxguard.lint.engine import LintSettings
-from jaxguard.lint.registry import IO_ERROR
+from jaxguard.lint.files import Outcome, io_error
+from jaxguard.lint.settings import LintSettings
 
 _MAGIC = re.compile(
     r"""^\s*(?:
@@ -46,15 +47,6 @@ class _Cell:
     masked: list[str]  # the original lines that were masked, by placeholder number
     start: int = 0  # first line of the cell in the joined module (1-based)
     lines: int = 0
-
-
-@dataclass
-class NotebookOutcome:
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    error: bool = False
-    fixed: int = 0
-    original: str | None = None
-    fixed_text: str | None = None
 
 
 def is_cell_marker(comment: str) -> bool:
@@ -182,51 +174,121 @@ def _split_with_prefix(joined: str, cells: list[_Cell]) -> list[str] | None:
     return _split(first + prefix + rest, cells)
 
 
-def _dump(notebook: dict, original: str) -> str:
-    """Serialize like the original file: same indent, key order kept, trailing newline."""
-    match = re.match(r"\{\s*\n([ \t]+)\"", original)
-    indent = match.group(1) if match else None
-    if indent is not None and set(indent) == {" "}:
-        indent = len(indent)
-    text = json.dumps(notebook, indent=indent, ensure_ascii=False)
-    if original.endswith("\n"):
-        text += "\n"
-    return text
+def _source_spans(text: str) -> dict[int, tuple[int, int]] | None:
+    """Where each cell's "source" value is in the notebook's JSON text: cell index -> (start,
+    end), found with json's own scanner (None if the layout is not an object with a list of
+    cells). A fix replaces only those characters: every other byte of the file stays."""
+    scan = json.JSONDecoder().scan_once
+    spans: dict[int, tuple[int, int]] = {}
+
+    def members(at: int, on_member) -> int:
+        """Walk the object at `at` (a '{'), calling on_member(key, value start); its end."""
+        at = _skip(text, at + 1)
+        if text.startswith("}", at):
+            return at + 1
+        while True:
+            key, at = json.decoder.scanstring(text, _skip(text, at) + 1)
+            at = _skip(text, _skip(text, at) + 1)  # past the ':'
+            at = _skip(text, on_member(key, at))
+            if text.startswith("}", at):
+                return at + 1
+            at += 1  # the ','
+
+    def value(at: int) -> int:
+        return scan(text, at)[1]
+
+    def cell_member(index: int):
+        def on_member(key: str, at: int) -> int:
+            end = value(at)
+            if key == "source":
+                spans[index] = (at, end)
+            return end
+
+        return on_member
+
+    def top_member(key: str, at: int) -> int:
+        if key != "cells" or not text.startswith("[", at):
+            return value(at)
+        at, index = _skip(text, at + 1), 0
+        while not text.startswith("]", at):
+            at = members(at, cell_member(index)) if text.startswith("{", at) else value(at)
+            at, index = _skip(text, at), index + 1
+            if text.startswith(",", at):
+                at = _skip(text, at + 1)
+        return at + 1
+
+    try:
+        start = _skip(text, 0)
+        if not text.startswith("{", start):
+            return None
+        members(start, top_member)
+    except (ValueError, IndexError, StopIteration, RecursionError):
+        return None
+    return spans
 
 
-def _set_source(cell: dict, text: str) -> None:
-    if isinstance(cell.get("source"), list):
-        cell["source"] = text.splitlines(keepends=True)
-    else:
-        cell["source"] = text
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
-def _io(path: str, message: str) -> Diagnostic:
-    code, name = IO_ERROR
-    return Diagnostic(code, name, message, 1, 1, 1, 1, path=path)
+def _skip(text: str, at: int) -> int:
+    return _WHITESPACE.match(text, at).end()
+
+
+def _source_json(new_text: str, old_json: str, ascii_only: bool) -> str:
+    """A cell's new "source" value, in the layout of the old one (a string, or a list of
+    lines with the old list's line breaks and indentation)."""
+    if not old_json.startswith("["):
+        return json.dumps(new_text, ensure_ascii=ascii_only)
+    lines = re.findall(r"[^\n]*\n|[^\n]+", new_text)  # split at \n only, as Jupyter does
+    opening = re.match(r"\[(\s*)", old_json).group(1)
+    closing = re.search(r"(\s*)\]$", old_json).group(1)
+    items = ("," + opening).join(json.dumps(line, ensure_ascii=ascii_only) for line in lines)
+    return "[" + opening + items + closing + "]" if items else "[]"
+
+
+def _splice(text: str, changes: dict[int, str], spans: dict[int, tuple[int, int]]) -> str:
+    """`text` with the "source" of the cells in `changes` replaced, nothing else touched."""
+    ascii_only = text.isascii()
+    pieces, last = [], 0
+    for index in sorted(changes):
+        start, end = spans[index]
+        pieces += [text[last:start], _source_json(changes[index], text[start:end], ascii_only)]
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _language(notebook: dict) -> object:
+    metadata = notebook.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    for key, field_name in (("kernelspec", "language"), ("language_info", "name")):
+        table = metadata.get(key)
+        if isinstance(table, dict) and table.get(field_name):
+            return table.get(field_name)
+    return None
 
 
 def check_notebook_text(
-    data: bytes | str, path: str, settings: LintSettings, fix: bool = False, unsafe: bool = False, prefilter: bool = True
-) -> NotebookOutcome:
-    """Lint (and with `fix`, fix) a notebook's JSON text. Never raises."""
+    data: bytes, path: str, settings: LintSettings, fix: bool = False, unsafe: bool = False, prefilter: bool = True
+) -> Outcome:
+    """Lint (and with `fix`, fix) a notebook's bytes. Never raises."""
     from jaxguard.lint.files import fix_text, lint_text
 
-    outcome = NotebookOutcome()
+    outcome = Outcome()
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
     try:
-        text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+        text = data[len(bom) :].decode("utf-8")
         notebook = json.loads(text)
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        outcome.diagnostics = [_io(path, f"not a valid notebook (JSON): {str(error).splitlines()[0]}")]
+        outcome.diagnostics = [io_error(path, f"not a valid notebook (JSON): {str(error).splitlines()[0]}")]
         outcome.error = True
         return outcome
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        outcome.diagnostics = [_io(path, "not a valid notebook: no list of cells")]
+        outcome.diagnostics = [io_error(path, "not a valid notebook: no list of cells")]
         outcome.error = True
         return outcome
     outcome.original = outcome.fixed_text = text
-    metadata = notebook.get("metadata") if isinstance(notebook.get("metadata"), dict) else {}
-    language = (metadata.get("kernelspec") or {}).get("language") or (metadata.get("language_info") or {}).get("name")
+    language = _language(notebook)
     if isinstance(language, str) and language.lower() not in ("python", "python3", ""):
         return outcome
     joined, cells = _build(notebook)
@@ -236,72 +298,27 @@ def check_notebook_text(
         diagnostics, outcome.error = lint_text(joined, path, settings, prefilter)
         outcome.diagnostics = [_remap(d, cells, path) for d in diagnostics]
         return outcome
-    new_joined, applied, remaining, outcome.error = fix_text(joined, path, settings, unsafe, prefilter)
+    spans = _source_spans(text) or {}
+
+    def changes(candidate: str) -> dict[int, str] | None:
+        """The new source of each cell the fixed module changes; None if it cannot be written
+        (a fix across a cell boundary or a masked magic, a cell whose source is not found)."""
+        texts = _split(candidate, cells)
+        if texts is None:
+            return None
+        changed = {cell.index: new for cell, new in zip(cells, texts) if new != cell.text}
+        return changed if all(index in spans for index in changed) else None
+
+    def writable(candidate: str) -> bool:
+        return changes(candidate) is not None  # else the fix is skipped; its finding stays
+
+    new_joined, applied, remaining, outcome.error = fix_text(joined, path, settings, unsafe, prefilter, accept=writable)
     outcome.diagnostics = [_remap(d, cells, path) for d in remaining]
     if not applied or new_joined == joined:
         return outcome
-    texts = _split(new_joined, cells)
-    if texts is None:
-        outcome.diagnostics.append(_io(path, "fix not written: it would cross a cell boundary or an IPython magic"))
-        outcome.error = True
-        return outcome
-    for cell, new_text in zip(cells, texts):
-        if new_text != cell.text:
-            _set_source(notebook["cells"][cell.index], new_text)
-    outcome.fixed = applied
-    outcome.fixed_text = _dump(notebook, text)
+    changed = changes(new_joined)
+    if changed:
+        outcome.fixed = applied
+        outcome.fixed_text = _splice(text, changed, spans)
+        outcome.payload = bom + outcome.fixed_text.encode("utf-8")
     return outcome
-
-
-def check_notebook(path: str, settings: LintSettings, fix: bool = False, unsafe: bool = False, write: bool = True, cache=None, prefilter: bool = True):
-    """files.check_file for a .ipynb path."""
-    from jaxguard.lint.files import ConcurrentChange, FileResult, _fixable, _has_crash, write_notebook
-
-    result = FileResult(path)
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except IsADirectoryError:
-        result.diagnostics, result.error = [_io(path, "is a directory")], True
-        return result
-    except OSError as error:
-        result.diagnostics, result.error = [_io(path, f"cannot read: {error.strerror or error}")], True
-        return result
-    key = None
-    if cache is not None:
-        from jaxguard.lint.cache import cache_key
-
-        key = cache_key(path, data.decode("utf-8", "replace"), settings, mode="notebook")
-        cached = cache.get(key, path)
-        if cached is not None and not (fix and _fixable(cached, unsafe)):
-            result.diagnostics, result.cached = cached, True
-            result.error = any(d.code in ("JG001", "JG002", "JG003") for d in cached)
-            return result
-    for _attempt in range(5):
-        outcome = check_notebook_text(data, path, settings, fix=fix, unsafe=unsafe, prefilter=prefilter)
-        result.diagnostics, result.error, result.fixed = outcome.diagnostics, outcome.error, outcome.fixed
-        result.original, result.fixed_source = outcome.original, outcome.fixed_text
-        if not fix:
-            if key is not None and not _has_crash(outcome.diagnostics):
-                cache.put(key, outcome.diagnostics)
-            return result
-        if not (outcome.fixed and write and outcome.fixed_text != outcome.original):
-            return result
-        try:
-            write_notebook(path, outcome.fixed_text, expected=data)
-            return result
-        except ConcurrentChange:
-            try:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-            except OSError as error:
-                result.diagnostics.append(_io(path, f"fix not written: {error}"))
-                result.error, result.fixed = True, 0
-                return result
-        except (OSError, ValueError) as error:
-            result.diagnostics.append(_io(path, f"fix not written: {error}"))
-            result.error, result.fixed = True, 0
-            return result
-    result.diagnostics.append(_io(path, "fix not written: the file kept changing while it was being fixed"))
-    result.error, result.fixed = True, 0
-    return result

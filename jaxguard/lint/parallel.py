@@ -10,14 +10,12 @@ reported as JG003 with its path.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Iterator
 
-from jaxguard.lint.engine import LintSettings
-from jaxguard.lint.files import FileResult, check_file
+from jaxguard.lint.files import FileResult, cached_result, check_file, read_bytes
 from jaxguard.lint.registry import INTERNAL_ERROR
+from jaxguard.lint.settings import LintSettings
 
 # Below this many files to lint, a pool costs more than it saves.
 MIN_FILES_FOR_POOL = 4
@@ -89,12 +87,11 @@ def run(tasks: list[Task], jobs: int | None = None, cache_dir: str | None = None
     pending: list[Task] = []
     for task in tasks:
         # Answer cache hits here; only misses go to the workers.
-        if cache is not None and not task.path.endswith(".ipynb"):
-            hit = _cached(task, cache)
-            if hit is not None:
-                yield hit
-                continue
-        pending.append(task)
+        hit = _cached(task, cache) if cache is not None else None
+        if hit is not None:
+            yield hit
+        else:
+            pending.append(task)
     if jobs == 1 or len(pending) < MIN_FILES_FOR_POOL:
         for task in pending:
             yield _run_task(task, cache)
@@ -103,24 +100,17 @@ def run(tasks: list[Task], jobs: int | None = None, cache_dir: str | None = None
 
 
 def _cached(task: Task, cache) -> FileResult | None:
-    from jaxguard.lint.cache import cache_key
-    from jaxguard.lint.files import _fixable, read_source
-
     try:
-        source, _ = read_source(task.path)
+        data = read_bytes(task.path)
     except ValueError:
         return None  # the worker reports it
-    cached = cache.get(cache_key(task.path, source, task.settings), task.path)
-    if cached is None or (task.fix and _fixable(cached, task.unsafe)):
-        return None
-    result = FileResult(task.path, cached, cached=True)
-    result.error = any(d.code in ("JG001", "JG002", "JG003") for d in cached)
-    if task.fix:
-        result.original = result.fixed_source = source
-    return result
+    return cached_result(task.path, data, task.settings, task.fix, task.unsafe, cache)[0]
 
 
 def _pooled(tasks: list[Task], jobs: int, cache_dir: str | None) -> Iterator[FileResult]:
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
     ordered = sorted(tasks, key=lambda t: -_size(t.path))
     chunk = max(1, min(16, len(ordered) // (jobs * 8)))
     chunks = [ordered[i : i + chunk] for i in range(0, len(ordered), chunk)]
@@ -144,6 +134,9 @@ def _pooled(tasks: list[Task], jobs: int, cache_dir: str | None) -> Iterator[Fil
 
 def _isolated(task: Task, cache_dir: str | None) -> FileResult:
     """Re-run one file in a process of its own: if that process dies, blame the file."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     try:
         with ProcessPoolExecutor(max_workers=1, initializer=_init_worker, initargs=(cache_dir,)) as pool:
             return pool.submit(_run_chunk, [task]).result()[0]

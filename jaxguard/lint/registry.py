@@ -3,13 +3,23 @@
 A rule is one self-contained class: its code, name, message, default, fix kind, its
 document (What it does / Why is this bad / Example / Use instead / Fix safety) and the
 code examples that tests run. `rules/JGxxx.md` is generated from the class.
+
+The engine does not import the rule families: `jaxguard/data/rules.json` (written with the
+documents by tools/gen_rule_docs.py, checked by a test) lists each rule's code, name,
+default, fix kind and the module that defines it. Selecting rules, keying the cache and
+answering from it read only that catalog; `all_rules()` imports the modules it names.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
+import json
 import re
 import textwrap
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -109,9 +119,58 @@ def register(rule: type[Rule]) -> type[Rule]:
     return rule
 
 
-def all_rules() -> dict[str, type[Rule]]:
-    import jaxguard.checks  # noqa: F401  (registers every rule family)
+CATALOG = Path(__file__).resolve().parent.parent / "data" / "rules.json"
 
+
+@dataclass(frozen=True)
+class RuleEntry:
+    """What selection and listing need to know about a rule, without importing it."""
+
+    code: str
+    name: str
+    default_on: bool
+    fix_kind: str
+    module: str
+
+    @classmethod
+    def of(cls, rule: type[Rule]) -> RuleEntry:
+        return cls(rule.code, rule.name, rule.default_on, rule.fix_kind, rule.__module__)
+
+
+def catalog_text(rules: dict[str, type[Rule]]) -> str:
+    """The catalog file's content for these rule classes."""
+    entries = {code: asdict(RuleEntry.of(rule)) for code, rule in sorted(rules.items())}
+    return json.dumps(entries, indent=1) + "\n"
+
+
+@lru_cache(maxsize=1)
+def _catalog_file() -> dict[str, RuleEntry]:
+    with open(CATALOG, encoding="utf-8") as handle:
+        return {code: RuleEntry(**entry) for code, entry in json.load(handle).items()}
+
+
+def catalog() -> dict[str, RuleEntry]:
+    """Every rule by code: the catalog, plus rule classes registered at run time."""
+    entries = dict(_catalog_file())
+    entries.update((code, RuleEntry.of(rule)) for code, rule in REGISTRY.items())
+    return dict(sorted(entries.items()))
+
+
+def discover_rules() -> dict[str, type[Rule]]:
+    """Every rule class of every module in jaxguard/checks, found without the catalog: what
+    the catalog must list (tools/gen_rule_docs.py writes it from this; a test compares)."""
+    import pkgutil
+
+    checks = importlib.import_module("jaxguard.checks")
+    for module in pkgutil.iter_modules(checks.__path__, "jaxguard.checks."):
+        importlib.import_module(module.name)
+    return dict(sorted(REGISTRY.items()))
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    """Every rule class (importing the families the catalog names registers them)."""
+    for module in sorted({entry.module for entry in _catalog_file().values()}):
+        importlib.import_module(module)
     return dict(sorted(REGISTRY.items()))
 
 
@@ -133,7 +192,7 @@ def _check_selector(selector: str, where: str) -> str:
     selector = selector.strip().upper()
     if selector == "ALL":
         return selector
-    codes = list(all_rules()) + list(ENGINE_CODES)
+    codes = list(catalog()) + list(ENGINE_CODES)
     if re.fullmatch(r"JG\d{0,3}", selector) and any(c.startswith(selector) for c in codes):
         return selector
     close = difflib.get_close_matches(selector, codes, n=1)
@@ -148,7 +207,7 @@ def resolve_selection(
     where: str = "--select/--ignore",
 ) -> set[str]:
     """The set of enabled codes. Opt-in rules need their exact code or ALL, never a prefix."""
-    rules = all_rules()
+    rules = catalog()
     chosen = [_check_selector(s, where) for s in (select if select is not None else [])]
     extra = [_check_selector(s, where) for s in extend_select]
     ignored = [_check_selector(s, where) for s in ignore]

@@ -136,7 +136,7 @@ def _region(diagnostic: Diagnostic) -> dict:
 
 def sarif(diagnostics: list[Diagnostic]) -> dict:
     """A SARIF 2.1.0 log: one run, every rule's metadata, results with fixes."""
-    from jaxguard import __version__
+    from jaxguard._version import __version__
 
     rules = _rule_descriptors()
     index = {rule["id"]: i for i, rule in enumerate(rules)}

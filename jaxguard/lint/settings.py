@@ -1,0 +1,13 @@
+"""The settings one file is checked with (kept apart from the engine: reading them, keying the
+cache by them and answering from the cache never imports libcst)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LintSettings:
+    enabled: frozenset[str]
+    traced_decorators: tuple[str, ...] = ()
+    x64: bool = False
