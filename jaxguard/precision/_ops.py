@@ -11,6 +11,7 @@ catastrophic cancellation (``(x + 1e8) - 1e8`` is exact on its inputs); the shad
 import collections
 import dataclasses
 import json
+import math
 import re
 import time
 
@@ -121,7 +122,14 @@ class Record:
     failed: bool = False
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        """The record's fields, with inf and NaN as the strings "inf", "-inf", "nan" (strict JSON has no such numbers)."""
+        return {key: _json_number(value) for key, value in dataclasses.asdict(self).items()}
+
+
+def _json_number(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    return value
 
 
 @dataclasses.dataclass
@@ -503,7 +511,7 @@ class _Log:
                 continue
             self.logged.add(site)
             entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "checked_function": report.fn_name, **rec.to_json()}
-            lines.append(json.dumps(entry) + "\n")
+            lines.append(json.dumps(entry, allow_nan=False) + "\n")
         if lines:
             with open(self.path, "a", encoding="utf-8") as fh:
                 fh.writelines(lines)

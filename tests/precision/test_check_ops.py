@@ -264,6 +264,15 @@ def test_infinite_errors_are_shown_as_inf():
     assert root.score == 0.0 and not root.failed
 
 
+def test_the_failure_log_is_strict_json_with_infinite_errors(tmp_path):
+    log = tmp_path / "failures.jsonl"
+    check_ops(lambda x: jnp.sqrt(x * 1e38 * 10.0), jnp.ones(3), path=str(log))
+    text = log.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    entry = json.loads(text.splitlines()[0], parse_constant=lambda name: pytest.fail(f"non-JSON constant {name}"))
+    assert entry["primitive"] == "mul" and entry["max_abs_error"] == "inf"
+
+
 @pytest.mark.parametrize(
     "fn",
     [
