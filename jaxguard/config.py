@@ -11,8 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-import pathspec
-
+from jaxguard.lint.discover import glob_spec
 from jaxguard.lint.settings import LintSettings
 from jaxguard.lint.registry import SelectionError, resolve_selection
 
@@ -58,7 +57,7 @@ class Config:
             matched = tuple(
                 pattern
                 for pattern in self.per_file_ignores
-                if pathspec.PathSpec.from_lines("gitwildmatch", [pattern]).match_file(relative)
+                if glob_spec([pattern]).match_file(relative)
             )
         return self._settings(matched)
 
@@ -91,7 +90,7 @@ class Config:
         for key, patterns in (("exclude", self.exclude), ("per-file-ignores", list(self.per_file_ignores))):
             for pattern in patterns:
                 try:
-                    pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+                    glob_spec([pattern])
                 except ValueError as error:
                     raise ConfigError(f"invalid {key} glob {pattern!r}: {error}") from None
 

@@ -22,23 +22,24 @@ class Discovery:
     missing: list[str]
 
 
-def _spec(patterns: list[str]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+def glob_spec(patterns: list[str]) -> pathspec.PathSpec:
+    """Gitignore-style patterns, matched as git does (ValueError for a pattern git cannot read)."""
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
 
 
 def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
     """A .gitignore's patterns; a line git cannot read either (a lone backslash) never matches."""
     try:
-        return _spec(lines)
+        return glob_spec(lines)
     except ValueError:
         valid = []
         for line in lines:
             try:
-                _spec([line])
+                glob_spec([line])
             except ValueError:
                 continue
             valid.append(line)
-        return _spec(valid)
+        return glob_spec(valid)
 
 
 def _is_virtualenv(directory: Path) -> bool:
@@ -49,7 +50,7 @@ class _Excluded:
     """The exclude globs, matched against paths relative to the config's root."""
 
     def __init__(self, patterns: list[str], root: Path) -> None:
-        self.spec = _spec(patterns) if patterns else None
+        self.spec = glob_spec(patterns) if patterns else None
         self.root = os.path.realpath(root)
 
     def __call__(self, path: Path, is_dir: bool = False) -> bool:
