@@ -1,12 +1,14 @@
 """The patched `jax.jit`: every function jitted while guards are on gets checked twins.
 
-`GuardedJit` jits functions that run the user's function under `checkify` with
+`GuardedPjitFunction` jits functions that run the user's function under `checkify` with
 jaxguard's error classes, so the checks run on the device inside the same compiled
 program (see the class docstring for the two twins). Each call reads back one flag; when
 it is set, the error becomes a `GuardError` naming the user's line.
 """
 
 from __future__ import annotations
+
+__tracebackhide__ = True  # pytest: errors raised here show the user's frames only
 
 import functools
 import threading
@@ -15,9 +17,10 @@ from collections import OrderedDict
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax._src import api, core, dtypes
-from jax._src.interpreters import partial_eval as pe
 from jax._src import checkify as ck
+from jax._src.interpreters import partial_eval as pe
 
 from jaxguard.runtime import checks, keys, recompile
 from jaxguard.runtime.errors import (
@@ -37,7 +40,7 @@ errors: frozenset = frozenset()  # jaxguard checkify error classes to check
 recompile_limit: int | None = None
 
 _CACHE_SIZE = 1024
-_cache: OrderedDict = OrderedDict()  # (fun, jit options) -> GuardedJit
+_cache: OrderedDict = OrderedDict()  # (fun, jit options) -> GuardedPjitFunction
 _cache_lock = threading.Lock()
 
 
@@ -45,8 +48,18 @@ def _tracing_guarded() -> bool:
     return getattr(_local, "depth", 0) > 0
 
 
-class GuardedJit:
-    """Callable returned by the patched `jax.jit`; behaves like the jitted function.
+def _staged() -> bool:
+    """True while jax traces into a jaxpr (a jit, a loop or cond body, checkify), also
+    under a grad or vmap of such a trace; False in eager code, even under an eager
+    grad or vmap (their values are concrete underneath)."""
+    return any(isinstance(trace, pe.DynamicJaxprTrace)
+               for trace in core.unsafe_get_trace_stack(core.unsafe_get_current_trace()))
+
+
+class GuardedPjitFunction:
+    """Callable returned by the patched `jax.jit`; behaves like the jitted function, and
+    looks like one to code that inspects it: `__wrapped__`, `__signature__`, and a type
+    name holding "PjitFunction" (chex's `is_traceable` tests the type's name).
 
     Two compiled twins per error set:
     - the fast twin, run on every call: out-of-bounds checks on the device, and one
@@ -63,6 +76,7 @@ class GuardedJit:
         self._key_positions: set[int] = set()  # flat argument positions of consumed keys
         self._plain = original_jit(fun, **jit_kwargs)
         self._twins: dict = {}  # (error classes, locating?) -> jitted twin
+        self._traces = recompile.Traces()
         self._donates = any(jit_kwargs.get(name) not in (None, (), [])
                             for name in ("donate_argnums", "donate_argnames"))
         functools.update_wrapper(self, fun, updated=())
@@ -81,7 +95,8 @@ class GuardedJit:
     def _traced(self, errors_now, locating, *args, **kwargs):
         # Runs once per trace (= per compilation), never per call.
         if recompile_limit is not None and not locating:
-            recompile.record(self._fun, args, kwargs, recompile_limit)
+            recompile.record(self._traces, self._fun, self._jit_kwargs, args, kwargs,
+                             recompile_limit)
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
         # Static arguments arrive as plain Python values; only tracers go through checkify.
         dyn_pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, core.Tracer)]
@@ -135,33 +150,34 @@ class GuardedJit:
         return alarm, (err if locating or self._donates else None), out
 
     def __call__(self, *args, **kwargs):
-        __tracebackhide__ = True  # pytest: show the user's line, not this wrapper
-        if not active or _tracing_guarded():
-            # Guards off, or nested inside a guarded jit whose checkify covers this call.
-            return self._plain(*args, **kwargs)
-        alarm, err, out = self._twin(errors, False)(*args, **kwargs)
-        try:
-            alarmed = int(alarm)  # the one device-to-host read per call
-        except jax.errors.ConcretizationTypeError:
-            alarmed = 0
-            if not any(isinstance(leaf, pe.DynamicJaxprTracer)
-                       for leaf in jax.tree_util.tree_leaves((args, kwargs))):
-                # Under an eager vmap the flags are batched: run the locating twin and
-                # let checkify's check primitive raise per batch element. (Inside some
-                # other, unguarded jit nothing can be raised: the call runs unchecked.)
-                _, err, _ = self._twin(errors, True)(*args, **kwargs)
-                raise_under_transform(err)
-        if alarmed:
-            self._raise(alarmed, err, out, args, kwargs)
+        if not active or _tracing_guarded() or _staged():
+            # Guards off; nested inside a guarded jit whose checkify covers this call; or
+            # inside some other trace (an unguarded jit, a loop or cond body, the user's
+            # own checkify) where no alarm can be read: run exactly as jax would.
+            out = self._plain(*args, **kwargs)
+        else:
+            out = self._checked_call(args, kwargs)
         if self._key_positions:
             leaves = jax.tree_util.tree_leaves((args, kwargs))
             for i in sorted(self._key_positions):
                 keys.consume(leaves[i], f"jitted {self._name()}")
         return out
 
+    def _checked_call(self, args, kwargs):
+        alarm, err, out = self._twin(errors, False)(*args, **kwargs)
+        try:
+            alarmed = int(alarm)  # the one device-to-host read per call
+        except jax.errors.ConcretizationTypeError:
+            # Under an eager vmap the flags are batched: run the locating twin and let
+            # checkify's check primitive raise per batch element.
+            _, err, _ = self._twin(errors, True)(*args, **kwargs)
+            raise_under_transform(err)
+            return out
+        if alarmed:
+            self._raise(alarmed, err, out, args, kwargs)
+        return out
     def _raise(self, alarm: int, err, out, args, kwargs) -> None:
         """alarm: bit 0 = a NaN/Inf reached an output, bit 1 = a per-op check failed."""
-        __tracebackhide__ = True
         exc = err.get_exception() if err is not None else None
         if exc is None:  # re-run with every check to find the op
             leaves = jax.tree_util.tree_leaves((args, kwargs))
@@ -198,6 +214,10 @@ class GuardedJit:
     def _name(self) -> str:
         return getattr(self, "__name__", "function")
 
+    @property
+    def __signature__(self):
+        return self._plain.__signature__
+
     def __get__(self, instance, owner=None):
         # `@jax.jit` on a method: bind like a function does.
         if instance is None:
@@ -223,9 +243,7 @@ def _float_leaves(tree):
 
 
 def _sum(leaves):
-    """One scalar that is NaN when any leaf holds a NaN. A sum is about 4x cheaper than
-    `any(isnan(x))` on CPU; its rare false alarm (+inf and -inf in one output) only costs
-    a locating re-run that then finds nothing."""
+    """One scalar that is NaN when any leaf holds a NaN (also for +inf and -inf together)."""
     total = jnp.float32(0)
     for x in leaves:
         if jnp.issubdtype(x.dtype, jnp.complexfloating):
@@ -234,14 +252,23 @@ def _sum(leaves):
     return total
 
 
+def _any_nan(leaves):
+    return functools.reduce(jnp.logical_or, [jnp.any(jnp.isnan(x)) for x in leaves])
+
+
 def _bad_values(errors_now, leaves):
-    """On-device flag: some leaf holds a NaN (or, when Infs are checked, an Inf)."""
+    """On-device flag: some leaf holds a NaN (or, when Infs are checked, an Inf).
+
+    A sum is NaN whenever some value is NaN and costs about 4x less than `isnan` over
+    every value on CPU, but it is NaN for +inf and -inf together too: so it only decides
+    whether the exact per-value `isnan` test runs (in a `cond`, so on most calls it
+    does not)."""
     leaves = _float_leaves(leaves)
     if not leaves:
         return jnp.bool_(False)
     if checks.GuardInf in errors_now:
         leaves = [x * 0 for x in leaves]  # x * 0 is NaN exactly where x is NaN or Inf
-    return jnp.isnan(_sum(leaves))
+    return lax.cond(jnp.isnan(_sum(leaves)), _any_nan, lambda _: jnp.bool_(False), leaves)
 
 
 def _value_alarm(errors_now, inputs, out, check_inputs: bool):
@@ -284,7 +311,7 @@ def make_jit(original_jit):
     def jit(fun=None, /, **jit_kwargs):
         if fun is None:  # @jax.jit(static_argnums=...) decorator form
             return lambda f: jit(f, **jit_kwargs)
-        if isinstance(fun, GuardedJit):
+        if isinstance(fun, GuardedPjitFunction):
             fun = fun._fun
         # One twin per (function, options), like jax's own cache: jax.jit(f) called in a
         # loop must not retrace.
@@ -292,13 +319,13 @@ def make_jit(original_jit):
             key = (fun, tuple(sorted(jit_kwargs.items())))
             hash(key)
         except TypeError:
-            return GuardedJit(fun, jit_kwargs, original_jit)
+            return GuardedPjitFunction(fun, jit_kwargs, original_jit)
         with _cache_lock:
             guarded = _cache.get(key)
             if guarded is not None:
                 _cache.move_to_end(key)
                 return guarded
-            guarded = _cache[key] = GuardedJit(fun, jit_kwargs, original_jit)
+            guarded = _cache[key] = GuardedPjitFunction(fun, jit_kwargs, original_jit)
             if len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
         return guarded
