@@ -27,10 +27,14 @@ def test_sharp_bits_seed_nan_inside_jit(guards):
 
 
 def test_sharp_bits_seed_eager_divide(guards):
+    # Eagerly, a NaN counts when the program reads it (as a jit's output counts): the
+    # error names the line that made it and the line that read it.
+    q = jnp.divide(0., 0.)  # seed-eager-divide
     with pytest.raises(jaxguard.NaNError) as info:
-        jnp.divide(0., 0.)  # seed-eager-divide
+        print(q)  # eager-read-line
     assert_where(info.value, line_of("# seed-eager-divide"))
     assert "divide" in info.value.op
+    assert f"read at {line_of('# eager-read-line')}" in str(info.value).replace("tests/runtime/", "")
 
 
 def test_correct_program_runs_silently(guards):
