@@ -31,9 +31,10 @@ import weakref
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src import api, core, pjit
+from jax._src import api, config, core, pjit
 from jax._src import array as array_impl
 from jax._src import checkify as ck
+from jax._src.core import config_ext
 from jax._src.numpy import array_methods
 
 from jaxguard.runtime import checks
@@ -160,7 +161,13 @@ def _process_primitive(self, primitive, args, params, /):
             checks.check_index_op_on_host(primitive, args, params, checks.python_frames(2))
         finally:
             _local.busy = False
-    return original(self, primitive, args, params)
+    out = original(self, primitive, args, params)
+    if primitive is pjit.jit_p:
+        # A jit bound at top level, not through its C++ entry: the forward part of an
+        # eager grad (jax.grad(f) of a function calling jnp.sqrt, ...).
+        library = checks.is_library_jaxpr(params["jaxpr"])
+        _after_call(f"jnp.{params['name']}" if library else None, args, out)
+    return out
 
 
 # -- hook 2: jitted functions called eagerly -----------------------------------------------
@@ -170,29 +177,27 @@ def _op_name(fun) -> str | None:
     what it makes (user code, jaxguard's own twins: only marks pass through those)."""
     if getattr(fun, "_apply_primitive", False):
         return fun.__name__ if fun.__name__ in _NAN_PRIM_NAMES else None
-    code = getattr(fun, "__code__", None)
-    if code is not None and code.co_filename.startswith(_JAX_DIR):
+    if _is_library_function(fun):
         return f"jnp.{getattr(fun, '__name__', 'function')}"
     return None
 
 
-def _after_call(fun, args, outputs) -> None:
+def _after_call(op: str | None, args, outputs) -> None:
     if getattr(_local, "busy", False) or not (_settings["nans"] or _settings["infs"]):
         return
     _local.busy = True
     try:
-        _judge(_op_name(fun), args, outputs)
+        _judge(op, args, outputs)
     finally:
         _local.busy = False
 
 
 def _post_hook(fun, args, kwargs, output):
     """Called by jax's C++ dispatch after each fast-path call of a jitted function."""
-    previous = _saved.get(("post_hook", "global"))
-    if previous is not None:
-        previous(fun, args, kwargs, output)
-    _after_call(getattr(fun, "_fun", None), jax.tree_util.tree_leaves((args, kwargs)),
-                jax.tree_util.tree_leaves(output))
+    if config.debug_nans.value or config.debug_infs.value:
+        api._nan_check_posthook(fun, args, kwargs, output)  # the user's jax_debug_nans
+    _after_call(_op_name(getattr(fun, "_fun", None)),
+                jax.tree_util.tree_leaves((args, kwargs)), jax.tree_util.tree_leaves(output))
 
 
 def _is_library_function(fun) -> bool:
@@ -216,7 +221,7 @@ def _run_python_pjit(p, args_flat, fun, args, kwargs):
             _check_bounds(jaxpr, args_flat)
         finally:
             _local.busy = False
-    _after_call(fun, args_flat, result[1])
+    _after_call(_op_name(fun), args_flat, result[1])
     return result
 
 
@@ -250,6 +255,21 @@ def _get_fastpath_data(*args, **kwargs):
 
 # -- install / uninstall -----------------------------------------------------------------
 
+# jax keeps one post-call hook, set by its jax_debug_nans/infs flags: a global one and a
+# thread-local one that every `with jax.debug_nans(False):` (used inside jax's own
+# reductions) leaves set to None, hiding the global one. While guards are on, these flags
+# switch jaxguard's hook in, which calls jax's NaN check itself when they are on.
+_DEBUG_FLAGS = (config.debug_nans, config.debug_infs)
+
+
+def _set_global_hook(_=None) -> None:
+    api._post_hook_state.set_global(_post_hook)
+
+
+def _set_thread_local_hook(_=None) -> None:
+    api._post_hook_state.set_local(config_ext.unset)
+
+
 def _patch(owner, owner_name: str, attr: str, new) -> None:
     _saved[(owner_name, attr)] = getattr(owner, attr)
     setattr(owner, attr, new)
@@ -263,8 +283,11 @@ def install(*, nans: bool, infs: bool, oob: bool) -> None:
     _patch(pjit, "pjit", "_run_python_pjit", _run_python_pjit)
     _patch(pjit, "pjit", "_get_fastpath_data", _get_fastpath_data)
     _patch(array_impl.ArrayImpl, "ArrayImpl", "_value", property(_checked_value))
-    _saved[("post_hook", "global")] = api._post_hook_state.get_global()
-    api._post_hook_state.set_global(_post_hook)
+    for flag in _DEBUG_FLAGS:
+        _patch(flag, flag.name, "_update_global_hook", _set_global_hook)
+        _patch(flag, flag.name, "_update_thread_local_hook", _set_thread_local_hook)
+    _set_global_hook()
+    _set_thread_local_hook()
     for name in _INDEX_METHODS:
         if hasattr(array_methods._IndexUpdateRef, name):
             _patch(array_methods._IndexUpdateRef, "_IndexUpdateRef", name,
@@ -278,12 +301,13 @@ def install(*, nans: bool, infs: bool, oob: bool) -> None:
 
 def uninstall() -> None:
     owners = {"EvalTrace": core.EvalTrace, "pjit": pjit, "ArrayImpl": array_impl.ArrayImpl,
-              "_IndexUpdateRef": array_methods._IndexUpdateRef, "jnp": jnp}
+              "_IndexUpdateRef": array_methods._IndexUpdateRef, "jnp": jnp,
+              **{flag.name: flag for flag in _DEBUG_FLAGS}}
     for (owner_name, attr), value in _saved.items():
-        if owner_name == "post_hook":
-            api._post_hook_state.set_global(value)
-        else:
-            setattr(owners[owner_name], attr, value)
+        setattr(owners[owner_name], attr, value)
+    if _saved:
+        config.debug_nans._update_global_hook(config.debug_nans.get_global())  # jax's hook back
+        _set_thread_local_hook()
     _saved.clear()
     with _marked_lock:
         _marked.clear()

@@ -200,3 +200,81 @@ def test_nans_off():
 def test_nan_error_is_a_floating_point_error(guards):
     with pytest.raises(FloatingPointError):
         jax.jit(jnp.log)(jnp.float32(-1.))
+
+
+def test_plus_and_minus_inf_in_one_output_is_not_a_nan(guards):
+    out = jax.jit(lambda x: x / 0.0)(jnp.array([1., -1.]))
+    np.testing.assert_array_equal(out, [np.inf, -np.inf])
+    # ... while a NaN next to them still is one.
+    with pytest.raises(jaxguard.NaNError):
+        jax.jit(lambda x: x / 0.0)(jnp.array([1., -1., 0.]))
+
+
+def _masked_cross_entropy(logits, labels, mask):
+    # optax's softmax_cross_entropy(where=): a fully masked row makes -inf log-probs,
+    # 0 * -inf = NaN in the product, and the masked sum drops it.
+    log_probs = jax.nn.log_softmax(logits, where=mask)
+    return -(labels * log_probs).sum(-1, where=mask)
+
+
+LOGITS = jnp.array([[1., 2., 3.], [1., 2., 3.]])
+MASK = jnp.array([[True, True, False], [False, False, False]])
+LABELS = jnp.array([[0., 1., 0.], [0., 0., 0.]])
+
+
+def test_eager_masked_nan_that_reaches_no_result_is_silent(guards):
+    loss = _masked_cross_entropy(LOGITS, LABELS, MASK)
+    np.testing.assert_allclose(loss, [0.3132617, 0.], rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(_masked_cross_entropy)(LOGITS, LABELS, MASK), loss)
+    # distrax Categorical.log_prob with zero probabilities: log(0) = -inf, masked.
+    probs = jnp.array([0.5, 0.5, 0.])
+    logits = jnp.log(probs)
+    log_prob = jnp.sum(jnp.where(jax.nn.one_hot(1, 3) > 0, jax.nn.log_softmax(logits), 0.))
+    assert float(log_prob) == pytest.approx(np.log(0.5))
+
+
+def test_eager_nan_that_reaches_a_read_value_is_reported(guards):
+    logits = jnp.log(jnp.array([0.5, 0.5, 0.]))
+    bad = jnp.sum(jax.nn.one_hot(1, 3) * jax.nn.log_softmax(logits))  # unmasked-line
+    total = bad + 1.
+    with pytest.raises(jaxguard.NaNError) as info:
+        float(total)  # nan-read-line
+    assert_where(info.value, line_of("# unmasked-line"))
+    assert info.value.op == "jnp.multiply"
+    assert line_of("# nan-read-line") in str(info.value)
+    # An array made NaN-free by a later op is fine to read.
+    assert float(jnp.nan_to_num(jnp.log(jnp.float32(-1.)), nan=0.)) == 0.
+    assert bool(jnp.isnan(jnp.log(jnp.float32(-1.))))
+
+
+def _masked_logsumexp(x, mask):
+    return jnp.sum(jnp.where(mask.any(-1), jax.nn.logsumexp(x, axis=-1, where=mask), 0.))
+
+
+def test_backward_pass_of_an_eager_grad_judges_the_gradient(guards):
+    grad = jax.grad(_masked_logsumexp)(LOGITS, MASK)
+    np.testing.assert_allclose(grad, [[0.26894143, 0.7310586, 0.], [0., 0., 0.]], rtol=1e-6)
+    # A NaN that does reach the gradient is still reported when it is read.
+    grad = jax.grad(lambda x: jnp.sum(jnp.sqrt(x)))(jnp.array([1., 0., -1.]))
+    with pytest.raises(jaxguard.NaNError):
+        str(grad)
+
+
+def test_eager_library_ops_keep_the_fast_path(guards, monkeypatch):
+    # Eager checks run after jax's C++ dispatch (its post-call hook): once compiled, an
+    # eager jnp.log call never goes through jax's Python dispatch again.
+    from jax._src import pjit
+
+    x = jnp.arange(1., 4.)
+    jnp.log(x)
+    python_calls = []
+    original = pjit._run_python_pjit
+    monkeypatch.setattr(pjit, "_run_python_pjit",
+                        lambda *a: python_calls.append(a) or original(*a))
+    for _ in range(3):
+        jnp.log(x)
+    assert python_calls == []
+    q = jnp.log(-x)  # fast-path-nan-line
+    with pytest.raises(jaxguard.NaNError) as info:
+        q.tolist()
+    assert_where(info.value, line_of("# fast-path-nan-line"))
