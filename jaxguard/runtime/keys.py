@@ -56,11 +56,13 @@ def consume(key, what: str) -> None:
 
 def _reuse_error(first_stack, first_what: str, stack, what: str) -> KeyReuseError:
     first, second = _call_sites(first_stack, stack)
-    where, text = _describe(second)
+    where, via = _describe(second)
+    first_where, first_via = _describe(first)
     return KeyReuseError(
-        f"{text}: PRNG key reused by `{what}`: the same key was already consumed by "
-        f"`{first_what}` at {_describe(first)[1]}, so both draw the same random bits. "
-        f"Split it first: `key, subkey = jax.random.split(key)`.", where=where, op=what)
+        f"{where}: PRNG key reused by `{what}`{via}: the same key was already consumed by "
+        f"`{first_what}` at {first_where}{first_via}, so both draw the same random bits. "
+        f"Split it first: `key, subkey = jax.random.split(key)`.",
+        where=None if second[0] is None else where, op=what)
 
 
 def _call_sites(first, second):
@@ -85,15 +87,15 @@ def _own_site(stack):
     return next((f for f in stack if not _is_installed(f[0])), stack[0]), stack[0]
 
 
-def _describe(site) -> tuple[str | None, str]:
-    """(where, "where (via the innermost frame)") of one use."""
+def _describe(site) -> tuple[str, str]:
+    """("file:line", " (via the innermost frame)" or "") of one use."""
     frame, innermost = site
     if frame is None:
-        return None, "<unknown location>"
-    where = format_where(frame[0], frame[1])
+        return "<unknown location>", ""
+    via = ""
     if innermost is not None and innermost != frame:
-        return where, f"{where} (via {format_where(innermost[0], innermost[1])})"
-    return where, where
+        via = f" (via {format_where(innermost[0], innermost[1])})"
+    return format_where(frame[0], frame[1]), via
 
 
 def is_consumed(key) -> bool:

@@ -5,9 +5,10 @@ which calls `reset()` before each test):
 - per jitted function object (a function with its jit options), while it lives: its
   traces are compared to name the cause (a static argument's values, a shape, a pytree);
 - per definition (file, line, name): how many distinct jitted objects of it were traced
-  with the same options and arguments, which is the cost of `jax.jit(lambda ...)`
-  re-created inside a loop. Objects with other options or arguments are other programs
-  (a factory called with other settings), not a wasted compile.
+  with the same options, arguments and captured values (closure, partial arguments;
+  arrays by shape), which is the cost of `jax.jit(lambda ...)` re-created inside a loop.
+  Objects with other options or settings are other programs (a factory called with other
+  settings), not a wasted compile.
 """
 
 from __future__ import annotations
@@ -65,6 +66,24 @@ def _group(fun) -> tuple:
     return (code.co_filename, code.co_firstlineno, name)
 
 
+def _captured(fun) -> tuple:
+    """What `fun` carries besides its code: partial arguments and closure values, arrays
+    by shape and dtype. A closure over other settings is another program; one over
+    another batch of the same shape is the same program compiled again."""
+    values = []
+    while isinstance(fun, functools.partial):
+        values += [*fun.args, *fun.keywords.values()]
+        fun = fun.func
+    for cell in getattr(getattr(fun, "__func__", fun), "__closure__", None) or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    return tuple(_describe(v) if hasattr(v, "shape") and hasattr(v, "dtype")
+                 else repr(v) if isinstance(v, (int, float, complex, str, bytes, type(None)))
+                 else f"{type(v).__qualname__} object {id(v)}" for v in values)
+
+
 def _describe(value) -> str:
     if isinstance(value, core.Tracer):
         return value.aval.str_short(short_dtypes=True)
@@ -114,7 +133,7 @@ def record(traces: Traces, fun, jit_options, args, kwargs, limit: int) -> None:
             message = f"was traced and compiled {traces.count} times (limit {limit}): " \
                       f"{cause}. {remedy}"
         elif traces.count == 1:
-            key = (group, repr(jit_options), repr(sig))
+            key = (group, repr(jit_options), repr(sig), _captured(fun))
             objects = _recreated[key] = _recreated.get(key, 0) + 1
             if objects > limit and key not in _warned:
                 _warned.add(key)
