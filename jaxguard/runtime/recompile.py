@@ -49,8 +49,9 @@ def reset() -> None:
 
 
 def _unwrap(fun):
-    while isinstance(fun, functools.partial):
-        fun = fun.func
+    """The user's function under partials, methods and wrappers (`jax.vmap(f)` is f)."""
+    while isinstance(fun, functools.partial) or hasattr(fun, "__wrapped__"):
+        fun = fun.func if isinstance(fun, functools.partial) else fun.__wrapped__
     fun = getattr(fun, "__func__", fun)  # bound method -> function
     if not hasattr(fun, "__code__") and callable(fun):  # a callable object
         fun = getattr(type(fun).__call__, "__func__", type(fun).__call__)
