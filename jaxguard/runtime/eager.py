@@ -70,16 +70,24 @@ _marked_lock = threading.Lock()
 
 
 def _host(x) -> np.ndarray:
-    return _ORIGINAL_VALUE.fget(x)  # not through the read check below
+    # numpy reads CPU arrays through the buffer protocol, without a copy; other arrays go
+    # through `_value`, whose read check is off while a hook runs (`_local.busy`).
+    return np.asarray(x)
+
+
+@functools.lru_cache(maxsize=None)
+def _is_inexact(dtype) -> bool:
+    return jnp.issubdtype(dtype, jnp.inexact)
 
 
 def _float_arrays(values):
-    return [v for v in values if isinstance(v, array_impl.ArrayImpl)
-            and jnp.issubdtype(v.dtype, jnp.inexact)]
+    return [v for v in values if isinstance(v, array_impl.ArrayImpl) and _is_inexact(v.dtype)]
 
 
 def _bad(value: np.ndarray) -> bool:
-    return bool(np.isnan(value).any() or (_settings["infs"] and np.isinf(value).any()))
+    if _settings["infs"]:
+        return not np.isfinite(value).all()
+    return bool(np.isnan(value).any())
 
 
 def _mark_of(values):
@@ -106,14 +114,14 @@ def _mark(array, error) -> None:
 def _judge(op: str | None, inputs, outputs) -> None:
     """Mark the outputs that hold a NaN (Inf) made here or passed on from a marked input.
     `op` None: the function only passes marks on (it is not one of jax's own)."""
-    error = _mark_of(inputs) if _marked else None
+    error = _mark_of(inputs()) if _marked else None
     if op is None and error is None:
         return
-    outs = [o for o in _float_arrays(outputs) if _bad(_host(o))]
+    outs = [o for o in _float_arrays(outputs()) if _bad(_host(o))]
     if not outs:
         return  # nothing bad came out (a marked NaN that came in was masked here)
     if error is None:
-        error = _produced_error(op, _float_arrays(inputs), outs)
+        error = _produced_error(op, _float_arrays(inputs()), outs)
         if error is None:
             return  # the NaN (Inf) came in with the inputs
     for o in outs:
@@ -166,7 +174,8 @@ def _process_primitive(self, primitive, args, params, /):
         # A jit bound at top level, not through its C++ entry: the forward part of an
         # eager grad (jax.grad(f) of a function calling jnp.sqrt, ...).
         library = checks.is_library_jaxpr(params["jaxpr"])
-        _after_call(f"jnp.{params['name']}" if library else None, args, out)
+        _after_call(f"jnp.{params['name']}" if library else None, lambda: args,
+                    lambda: out)
     return out
 
 
@@ -182,12 +191,15 @@ def _op_name(fun) -> str | None:
     return None
 
 
-def _after_call(op: str | None, args, outputs) -> None:
-    if getattr(_local, "busy", False) or not (_settings["nans"] or _settings["infs"]):
+def _after_call(op: str | None, inputs, outputs) -> None:
+    """Judge one eager call; `inputs` and `outputs` give the flat values when called (most
+    calls need neither: jax's non-NaN-making primitives while nothing is marked)."""
+    if (op is None and not _marked) or getattr(_local, "busy", False) \
+            or not (_settings["nans"] or _settings["infs"]):
         return
     _local.busy = True
     try:
-        _judge(op, args, outputs)
+        _judge(op, inputs, outputs)
     finally:
         _local.busy = False
 
@@ -197,7 +209,8 @@ def _post_hook(fun, args, kwargs, output):
     if config.debug_nans.value or config.debug_infs.value:
         api._nan_check_posthook(fun, args, kwargs, output)  # the user's jax_debug_nans
     _after_call(_op_name(getattr(fun, "_fun", None)),
-                jax.tree_util.tree_leaves((args, kwargs)), jax.tree_util.tree_leaves(output))
+                lambda: jax.tree_util.tree_leaves((args, kwargs)),
+                lambda: jax.tree_util.tree_leaves(output))
 
 
 def _is_library_function(fun) -> bool:
@@ -221,7 +234,7 @@ def _run_python_pjit(p, args_flat, fun, args, kwargs):
             _check_bounds(jaxpr, args_flat)
         finally:
             _local.busy = False
-    _after_call(_op_name(fun), args_flat, result[1])
+    _after_call(_op_name(fun), lambda: args_flat, lambda: result[1])
     return result
 
 
