@@ -112,10 +112,11 @@ def test_shard_map_nan_is_reported_without_the_op(guards):
     from jax.sharding import NamedSharding, PartitionSpec
 
     mesh = jax.make_mesh((1,), ("i",))
-    f = jax.jit(jax.shard_map(jnp.log, mesh=mesh, in_specs=PartitionSpec("i"),
-                              out_specs=PartitionSpec("i")))
+    sharded_log = jax.shard_map(lambda y: jnp.log(y) * 2, mesh=mesh,
+                                in_specs=PartitionSpec("i"), out_specs=PartitionSpec("i"))
+    f = jax.jit(lambda x: sharded_log(x) + 1)
     x = jax.device_put(jnp.ones(4), NamedSharding(mesh, PartitionSpec("i")))
-    np.testing.assert_array_equal(f(x), np.zeros(4))
+    np.testing.assert_array_equal(f(x), np.ones(4))
     with pytest.raises(jaxguard.NaNError, match="could not instrument"):
         f(-x)  # shard-map-line
     with pytest.raises(jaxguard.NaNError) as info:
