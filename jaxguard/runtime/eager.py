@@ -229,7 +229,8 @@ def _run_python_pjit(p, args_flat, fun, args, kwargs):
     # jax's own jitted functions that index lose the fast path, so that each call's
     # bounds are checked here.
     _local.no_fastpath = indexes = (_settings["oob"] and _is_library_function(fun)
-                                    and _has_index_op(jaxpr.jaxpr))
+                                    and _has_index_op(jaxpr.jaxpr)
+                                    and id(jaxpr) not in _uncheckable)
     if indexes:
         _local.busy = True
         try:
@@ -240,6 +241,9 @@ def _run_python_pjit(p, args_flat, fun, args, kwargs):
     return result
 
 
+_uncheckable: set[int] = set()  # ids of library jaxprs checkify cannot instrument (pmap's)
+
+
 def _check_bounds(jaxpr, args_flat) -> None:
     # Reuse the on-device rules on concrete operands (same filtering, same message), with
     # the Python stack pushed: traced tracebacks stop at the library function.
@@ -248,6 +252,8 @@ def _check_bounds(jaxpr, args_flat) -> None:
             err, _ = ck.checkify(core.jaxpr_as_fun(jaxpr),
                                  errors=frozenset({checks.GuardOOB}))(*args_flat)
         except Exception:  # noqa: BLE001 - what checkify cannot instrument stays unchecked
+            _uncheckable.add(id(jaxpr))  # and keeps its fast path
+            _local.no_fastpath = False
             return
     exc = err.get_exception()
     if exc is not None:
