@@ -76,10 +76,11 @@ def _outcomes(junit: Path) -> dict[str, str]:
 
 def run_suite(python: Path, suite: str, guarded: bool, args, logs: Path) -> tuple[dict, float]:
     mode = "guarded" if guarded else "plain"
-    root = _site_packages(python) / SUITES[suite]
-    targets = [str(root / f) for f in args.files] if args.files else [str(root)]
+    # Run from site-packages: some tests open their data by a path relative to it.
+    site = _site_packages(python)
+    targets = [f"{SUITES[suite]}/{f}" for f in args.files] if args.files else [SUITES[suite]]
     junit = logs / f"{suite}-{mode}.xml"
-    cmd = ["nice", str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    cmd = ["nice", str(python), "-m", "pytest", "-v", "-p", "no:cacheprovider",
            f"--junitxml={junit}", "-o", "junit_family=xunit1", *targets]
     if args.k:
         cmd += ["-k", args.k]
@@ -88,7 +89,7 @@ def run_suite(python: Path, suite: str, guarded: bool, args, logs: Path) -> tupl
     env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
     start = time.perf_counter()
     with open(logs / f"{suite}-{mode}.log", "w") as log:
-        subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=logs, env=env)
+        subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=site, env=env)
     return _outcomes(junit), time.perf_counter() - start
 
 
@@ -101,9 +102,10 @@ def main(argv=None) -> int:
     parser.add_argument("--files", nargs="+", default=None,
                         help="test files or directories relative to the package")
     parser.add_argument("-k", default=None, help="pytest -k expression")
-    parser.add_argument("--modes", nargs="+", choices=["plain", "guarded"],
+    parser.add_argument("--modes", nargs="*", choices=["plain", "guarded"],
                         default=["plain", "guarded"],
-                        help="run only one mode (the other is read from --logs)")
+                        help="the modes to run (the others are read from the JUnit files "
+                             "in --logs; `--modes` alone only compares)")
     args = parser.parse_args(argv)
     venv, logs = args.venv.resolve(), args.logs.resolve()
     if args.setup:
@@ -126,7 +128,7 @@ def main(argv=None) -> int:
                 results[mode], times[mode] = _outcomes(logs / f"{suite}-{mode}.xml"), None
         plain, guarded = results["plain"], results["guarded"]
         diffs = sorted(t for t in plain.keys() | guarded.keys()
-                       if plain.get(t) != guarded.get(t))
+                       if plain.get(t) != guarded.get(t)) if plain and guarded else []
         total_diffs += len(diffs)
         counts = {mode: {o: list(r.values()).count(o)
                          for o in ("passed", "failed", "error", "skipped")}
@@ -137,6 +139,9 @@ def main(argv=None) -> int:
         print(f"\n== {suite}: {len(plain)} tests; plain {counts['plain']}; "
               f"guarded {counts['guarded']}")
         print(f"   wall time: {wall or 'not run'}; guarded/plain {ratio}")
+        if not (plain and guarded):
+            print("   no comparison: a mode has no results yet")
+            continue
         print(f"   {len(diffs)} test(s) whose outcome differs:")
         for test in diffs:
             print(f"   {plain.get(test, 'absent'):>8} -> {guarded.get(test, 'absent'):<8} {test}")
