@@ -90,7 +90,15 @@ def run_suite(python: Path, suite: str, guarded: bool, args, logs: Path) -> tupl
     start = time.perf_counter()
     with open(logs / f"{suite}-{mode}.log", "w") as log:
         subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=site, env=env)
-    return _outcomes(junit), time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    (logs / f"{suite}-{mode}.seconds").write_text(f"{seconds:.1f}\n")
+    return _outcomes(junit), seconds
+
+
+def _recorded(logs: Path, suite: str, mode: str) -> tuple[dict, float | None]:
+    seconds = logs / f"{suite}-{mode}.seconds"
+    return (_outcomes(logs / f"{suite}-{mode}.xml"),
+            float(seconds.read_text()) if seconds.exists() else None)
 
 
 def main(argv=None) -> int:
@@ -125,7 +133,7 @@ def main(argv=None) -> int:
                 results[mode], times[mode] = run_suite(python, suite, mode == "guarded",
                                                        args, logs)
             else:
-                results[mode], times[mode] = _outcomes(logs / f"{suite}-{mode}.xml"), None
+                results[mode], times[mode] = _recorded(logs, suite, mode)
         plain, guarded = results["plain"], results["guarded"]
         diffs = sorted(t for t in plain.keys() | guarded.keys()
                        if plain.get(t) != guarded.get(t)) if plain and guarded else []
