@@ -23,8 +23,10 @@ from __future__ import annotations
 
 __tracebackhide__ = True  # pytest: errors raised here show the user's frames only
 
+import collections
 import functools
 import os
+import sys
 import threading
 import weakref
 
@@ -34,6 +36,7 @@ import numpy as np
 from jax._src import api, config, core, pjit
 from jax._src import array as array_impl
 from jax._src import checkify as ck
+from jax._src import source_info_util as siu
 from jax._src.core import config_ext
 from jax._src.numpy import array_methods
 
@@ -111,27 +114,48 @@ def _mark(array, error) -> None:
         _marked[ident] = (weakref.ref(array, forget), error)
 
 
-def _judge(op: str | None, inputs, outputs) -> None:
+def _judge(op: str | None, inputs, outputs, site) -> None:
     """Mark the outputs that hold a NaN (Inf) made here or passed on from a marked input.
     `op` None: the function only passes marks on (it is not one of jax's own)."""
-    error = _mark_of(inputs()) if _marked else None
+    error = _mark_of(inputs) if _marked else None
     if op is None and error is None:
         return
-    outs = [o for o in _float_arrays(outputs()) if _bad(_host(o))]
+    outs = [o for o in _float_arrays(outputs) if _bad(_host(o))]
     if not outs:
         return  # nothing bad came out (a marked NaN that came in was masked here)
     if error is None:
-        error = _produced_error(op, _float_arrays(inputs()), outs)
+        error = _produced_error(op, _float_arrays(inputs), outs, site)
         if error is None:
             return  # the NaN (Inf) came in with the inputs
     for o in outs:
         _mark(o, error)
 
 
-def _produced_error(op: str, ins, outs):
+def _call_site():
+    """(innermost user frame, its line now): cheap to take on every call; the frames
+    are read only if the call made a NaN."""
+    frame = sys._getframe(2)
+    while frame is not None and not siu.is_user_filename(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame, frame.f_lineno if frame is not None else 0
+
+
+def _site_frames(site):
+    frame, line = site
+    if frame is None:
+        return []
+    frames = [(frame.f_code.co_filename, frame.f_code.co_name, line)]
+    frame = frame.f_back
+    while frame is not None:
+        frames.append((frame.f_code.co_filename, frame.f_code.co_name, frame.f_lineno))
+        frame = frame.f_back
+    return frames
+
+
+def _produced_error(op: str, ins, outs, site):
     host_ins = [_host(i) for i in ins]
     host_outs = [_host(o) for o in outs]
-    frames = checks._user_frames(checks.python_frames())
+    frames = checks._user_frames(_site_frames(site))
     if _settings["nans"] and any(np.isnan(o).any() for o in host_outs) \
             and not any(np.isnan(i).any() for i in host_ins):
         return checks.GuardNaN(frames, op).to_guard_error()
@@ -144,6 +168,12 @@ def _produced_error(op: str, ins, outs):
 def _checked_value(self):
     """`ArrayImpl._value` (every read of an array to the host): raise if it holds an
     eager NaN (Inf) that an op made."""
+    if getattr(_local, "pending", None) and not getattr(_local, "busy", False):
+        _local.busy = True
+        try:
+            _judge_pending()
+        finally:
+            _local.busy = False
     if _marked and not getattr(_local, "busy", False):
         with _marked_lock:
             entry = _marked.pop(id(self), None)
@@ -191,19 +221,42 @@ def _op_name(fun) -> str | None:
     return None
 
 
+_MAX_PENDING = 32
+
+
 def _after_call(op: str | None, inputs, outputs) -> None:
-    """Judge one eager call; `inputs` and `outputs` give the flat values when called (most
-    calls need neither: jax's non-NaN-making primitives while nothing is marked)."""
-    if (op is None and not _marked) or getattr(_local, "busy", False) \
+    """Judge one eager call once its outputs are computed: reading them right after
+    dispatch would wait for the computation on every op. Calls are judged in order, at a
+    later call once done, or when any array is read. `inputs` and `outputs` give the
+    flat values when called (most calls need neither: jax's non-NaN-making primitives
+    while nothing is marked)."""
+    pending = getattr(_local, "pending", None)
+    if (op is None and not _marked and not pending) or getattr(_local, "busy", False) \
             or not (_settings["nans"] or _settings["infs"]):
         return
     _local.busy = True
     try:
-        _judge(op, inputs, outputs)
-    except Exception:  # noqa: BLE001 - a value jaxguard cannot read stays unjudged
-        pass
+        if pending is None:
+            pending = _local.pending = collections.deque()
+        if op is not None or _marked:
+            pending.append((op, inputs(), outputs(), _call_site()))
+        _judge_pending(wait=len(pending) > _MAX_PENDING)
     finally:
         _local.busy = False
+
+
+def _judge_pending(wait: bool = True) -> None:
+    """Judge the pending calls in order: all (`wait`), or those whose outputs are done."""
+    pending = getattr(_local, "pending", None)
+    while pending:
+        op, inputs, outputs, site = pending[0]
+        if not wait and not all(o.is_ready() for o in outputs if hasattr(o, "is_ready")):
+            return
+        pending.popleft()
+        try:
+            _judge(op, inputs, outputs, site)
+        except Exception:  # noqa: BLE001 - a value jaxguard cannot read stays unjudged
+            pass
 
 
 def _post_hook(fun, args, kwargs, output):
@@ -332,4 +385,5 @@ def uninstall() -> None:
     _saved.clear()
     with _marked_lock:
         _marked.clear()
+    _local.pending = None
     _settings.update(nans=False, infs=False, oob=False)
