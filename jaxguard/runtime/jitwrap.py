@@ -66,6 +66,8 @@ class GuardedPjitFunction:
     - the locating twin, compiled and run only after an alarm, on the same arguments:
       checks every op for NaN/Inf so the error names the op and the user's line.
     Per-op NaN checks on every call would cost 1.5x and more on a training step.
+    Both call the plain jit of the function (`_plain`, also what runs nested in other
+    traces), so the Python function is traced once per argument signature, as by jax.
     """
 
     def __init__(self, fun, jit_kwargs, original_jit):
@@ -73,12 +75,24 @@ class GuardedPjitFunction:
         self._jit_kwargs = jit_kwargs
         self._original_jit = original_jit
         self._key_positions: set[int] = set()  # flat argument positions of consumed keys
-        self._plain = original_jit(fun, **jit_kwargs)
+        self._plain = original_jit(self._consuming_keys(fun), **jit_kwargs)
         self._twins: dict = {}  # (error classes, locating?) -> jitted twin
         self._traces = recompile.Traces()
         self._donates = any(jit_kwargs.get(name) not in (None, (), [])
                             for name in ("donate_argnums", "donate_argnames"))
         functools.update_wrapper(self, fun, updated=())
+
+    def _consuming_keys(self, fun):
+        @functools.wraps(fun)
+        def plain(*args, **kwargs):
+            out = fun(*args, **kwargs)
+            # Remember which arguments are keys the function consumes: passing the same
+            # key object to it twice is key reuse too.
+            self._key_positions.update(
+                i for i, leaf in enumerate(jax.tree_util.tree_leaves((args, kwargs)))
+                if isinstance(leaf, core.Tracer) and keys.is_consumed(leaf))
+            return out
+        return plain
 
     def _twin(self, errors_now, locating: bool):
         twin = self._twins.get((errors_now, locating))
@@ -106,12 +120,7 @@ class GuardedPjitFunction:
             for i, val in zip(dyn_pos, dyn):
                 full[i] = val
             call_args, call_kwargs = jax.tree_util.tree_unflatten(tree, full)
-            out = self._fun(*call_args, **call_kwargs)
-            # Remember which arguments are keys the function consumes: passing the same
-            # key object to it twice is key reuse too.
-            self._key_positions.update(i for i, val in zip(dyn_pos, dyn)
-                                       if keys.is_consumed(val))
-            return out
+            return self._plain(*call_args, **call_kwargs)
 
         _local.depth = getattr(_local, "depth", 0) + 1
         try:

@@ -67,6 +67,13 @@ def test_traced_once_per_compilation_like_jax(guards):
     for _ in range(3):
         f(jnp.ones(2))
     assert len(traces) == 1
+    # Nested in another jit, under an eager grad or vmap (batched alarms make jaxguard
+    # run its locating twin), lowered: the same trace serves, as in jax.
+    jax.jit(lambda x: f(x) + 1)(jnp.ones(2))
+    jax.grad(lambda x: f(x).sum())(jnp.ones(2))
+    jax.vmap(f)(jnp.ones((4, 2)))
+    f.lower(jnp.ones(2))
+    assert len(traces) == 1
     f(jnp.ones(3))
     assert len(traces) == 2
 
