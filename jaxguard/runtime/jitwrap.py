@@ -30,7 +30,6 @@ from jaxguard.runtime.errors import (
     warn_at_user,
 )
 
-_local = threading.local()  # .depth: how many guarded functions are being traced
 
 # Set by enable()/disable(). Twins read them at call time, so a function jitted under one
 # enable() follows the options of the current one, and runs plain after disable().
@@ -43,14 +42,10 @@ _cache: OrderedDict = OrderedDict()  # (fun, jit options) -> GuardedPjitFunction
 _cache_lock = threading.Lock()
 
 
-def _tracing_guarded() -> bool:
-    return getattr(_local, "depth", 0) > 0
-
-
 def _staged() -> bool:
     """True while jax traces into a jaxpr (a jit, a loop or cond body, checkify), also
-    under a grad or vmap of such a trace; False in eager code, even under an eager
-    grad or vmap (their values are concrete underneath)."""
+    under a grad or vmap of such a trace; False in eager code, even under an eager grad
+    or vmap (their values are concrete underneath)."""
     return any(isinstance(trace, pe.DynamicJaxprTrace)
                for trace in core.unsafe_get_trace_stack(core.unsafe_get_current_trace()))
 
@@ -122,29 +117,25 @@ class GuardedPjitFunction:
             call_args, call_kwargs = jax.tree_util.tree_unflatten(tree, full)
             return self._plain(*call_args, **call_kwargs)
 
-        _local.depth = getattr(_local, "depth", 0) + 1
-        try:
-            # Ops whose recorded frames hold no user code (`jax.jit(jnp.log)`) are
-            # attributed to the line that calls the compiled function.
-            with checks.outer_frames(checks.CALL_SITE):
-                dyn_args = [leaves[i] for i in dyn_pos]
-                try:
-                    err, out = ck.checkify(body, errors=per_op_errors)(dyn_args)
-                except GuardError:
-                    raise  # found while tracing (key reuse)
-                except Exception as exc:
-                    if not per_op_errors or locating:
-                        raise  # the locating call reports that it could not locate
-                    # checkify cannot instrument everything (shard_map, pmap inside jit
-                    # on jax 0.10): run without per-op checks. A bug in the user's code
-                    # raises again here, unchanged.
-                    err, out = ck.checkify(body, errors=frozenset())(dyn_args)
-                    warn_at_user(f"jaxguard could not add on-device checks to "
-                                 f"{self._name()}() ({type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0][:120]}); it runs with its "
-                                 f"outputs checked for NaN only.", RuntimeWarning)
-        finally:
-            _local.depth -= 1
+        # Ops whose recorded frames hold no user code (`jax.jit(jnp.log)`) are attributed
+        # to the line that calls the compiled function.
+        with checks.outer_frames(checks.CALL_SITE):
+            dyn_args = [leaves[i] for i in dyn_pos]
+            try:
+                err, out = ck.checkify(body, errors=per_op_errors)(dyn_args)
+            except GuardError:
+                raise  # found while tracing (key reuse)
+            except Exception as exc:
+                if not per_op_errors or locating:
+                    raise  # the locating call reports that it could not locate
+                # checkify cannot instrument everything (shard_map, pmap inside jit on
+                # jax 0.10): run without per-op checks. A bug in the user's code raises
+                # again here, unchanged.
+                err, out = ck.checkify(body, errors=frozenset())(dyn_args)
+                warn_at_user(f"jaxguard could not add on-device checks to "
+                             f"{self._name()}() ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0][:120]}); it runs with its "
+                             f"outputs checked for NaN only.", RuntimeWarning)
         # Outside checkify: jaxguard's own reductions are not the user's ops. The locating
         # twin tests every value exactly; the fast one reduces each output to a sum (NaN
         # also for +inf and -inf together, confirmed on the host after an alarm).
@@ -163,10 +154,10 @@ class GuardedPjitFunction:
         return alarm, (err if locating or self._donates else None), out
 
     def __call__(self, *args, **kwargs):
-        if not active or _tracing_guarded() or _staged():
-            # Guards off; nested inside a guarded jit whose checkify covers this call; or
-            # inside some other trace (an unguarded jit, a loop or cond body, the user's
-            # own checkify) where no alarm can be read: run exactly as jax would.
+        if not active or _staged():
+            # Guards off, or inside a trace: a guarded jit (whose checkify covers this
+            # call) or another one (an unguarded jit, a loop or cond body, the user's own
+            # checkify) where no alarm can be read: run exactly as jax would.
             out = self._plain(*args, **kwargs)
         else:
             out = self._checked_call(args, kwargs)
