@@ -77,11 +77,11 @@ def _is_installed(filename: str) -> bool:
             or _is_library_file(filename))
 
 
-def user_stack(skip: int = 1, limit: int = 64) -> tuple:
+def user_stack(skip: int = 1, limit: int | None = None) -> tuple:
     """((filename, lineno, function), ...) of the calling frames that are user code,
-    innermost first."""
+    innermost first (all of them, or the innermost `limit`)."""
     frame, out = sys._getframe(skip), []
-    while frame is not None and len(out) < limit:
+    while frame is not None and (limit is None or len(out) < limit):
         if not _is_library_file(frame.f_code.co_filename):
             out.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
         frame = frame.f_back
