@@ -58,19 +58,21 @@ def _site_packages(python: Path) -> Path:
     return Path(out.stdout.strip())
 
 
-def _outcomes(junit: Path) -> dict[str, str]:
-    """{test id: passed | failed | error | skipped} from a JUnit XML file."""
+def _outcomes(junit: Path) -> dict[str, tuple[str, str]]:
+    """{test id: (passed | failed | error | skipped, first line of the message)} from a
+    JUnit XML file."""
     results = {}
     if not junit.exists():
         return results
     for case in ET.parse(junit).getroot().iter("testcase"):
         test = f"{case.get('classname')}::{case.get('name')}"
-        outcome = "passed"
+        outcome, message = "passed", ""
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
                 outcome = {"failure": "failed"}.get(child.tag, child.tag)
+                message = (child.get("message") or "").strip().split("\n")[0][:300]
                 break
-        results[test] = outcome
+        results[test] = (outcome, message)
     return results
 
 
@@ -135,10 +137,12 @@ def main(argv=None) -> int:
             else:
                 results[mode], times[mode] = _recorded(logs, suite, mode)
         plain, guarded = results["plain"], results["guarded"]
+        absent = ("absent", "")
         diffs = sorted(t for t in plain.keys() | guarded.keys()
-                       if plain.get(t) != guarded.get(t)) if plain and guarded else []
+                       if plain.get(t, absent)[0] != guarded.get(t, absent)[0]
+                       ) if plain and guarded else []
         total_diffs += len(diffs)
-        counts = {mode: {o: list(r.values()).count(o)
+        counts = {mode: {o: [v[0] for v in r.values()].count(o)
                          for o in ("passed", "failed", "error", "skipped")}
                   for mode, r in results.items()}
         ratio = (f"{times['guarded'] / times['plain']:.2f}x"
@@ -152,7 +156,10 @@ def main(argv=None) -> int:
             continue
         print(f"   {len(diffs)} test(s) whose outcome differs:")
         for test in diffs:
-            print(f"   {plain.get(test, 'absent'):>8} -> {guarded.get(test, 'absent'):<8} {test}")
+            before, (after, message) = plain.get(test, absent)[0], guarded.get(test, absent)
+            print(f"   {before:>8} -> {after:<8} {test}")
+            if message:
+                print(f"            {message}")
     return 1 if total_diffs else 0
 
 
