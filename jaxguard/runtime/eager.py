@@ -165,9 +165,19 @@ def _produced_error(op: str, ins, outs, site):
     return None
 
 
+# The jax.Array methods through which a program reads values (`float(x)`, `print(x)`,
+# `x.tolist()`, iteration, pickling, `np.asarray` of a non-CPU array); jax's own reads
+# (embedding a closed-over array as a constant of a jitted function) are not results.
+_READERS = frozenset({"__bool__", "__float__", "__int__", "__complex__", "__hex__",
+                      "__oct__", "__index__", "tobytes", "tolist", "__format__", "<genexpr>",
+                      "__repr__", "__str__", "__array__", "__reduce__"})
+
+
 def _checked_value(self):
-    """`ArrayImpl._value` (every read of an array to the host): raise if it holds an
-    eager NaN (Inf) that an op made."""
+    """`ArrayImpl._value` (every read of an array to the host): raise if a program read
+    holds an eager NaN (Inf) that an op made."""
+    if sys._getframe(1).f_code.co_name not in _READERS:
+        return _ORIGINAL_VALUE.fget(self)
     if getattr(_local, "pending", None) and not getattr(_local, "busy", False):
         _local.busy = True
         try:

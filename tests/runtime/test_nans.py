@@ -279,3 +279,13 @@ def test_eager_library_ops_keep_the_fast_path(guards, monkeypatch):
     with pytest.raises(jaxguard.NaNError) as info:
         q.tolist()
     assert_where(info.value, line_of("# fast-path-nan-line"))
+
+
+def test_eager_nan_closed_over_by_a_jit_is_judged_by_the_jit(guards):
+    # distrax's Categorical(probs=...) normalizes eagerly (0/0 for an all-zero row) and a
+    # jitted sampler closes over the result: jax embedding it as a constant is no read,
+    # and the jitted function masks it.
+    probs = jnp.array([[-0.1, 0.1, 0., 0.], [0.1, 0.2, 0.3, 0.4]])
+    normalized = probs / probs.sum(-1, keepdims=True)
+    sample = jax.jit(lambda: jnp.where(jnp.isnan(normalized).any(-1), -1., 1.))
+    np.testing.assert_array_equal(sample(), [-1., 1.])
