@@ -82,7 +82,9 @@ def run_suite(python: Path, suite: str, guarded: bool, args, logs: Path) -> tupl
     site = _site_packages(python)
     targets = [f"{SUITES[suite]}/{f}" for f in args.files] if args.files else [SUITES[suite]]
     junit = logs / f"{suite}-{mode}.xml"
-    cmd = ["nice", str(python), "-m", "pytest", "-v", "-p", "no:cacheprovider",
+    # `--verbose`, not `-v`: absl-based tests parse sys.argv, where `-v` is absl's
+    # --verbosity and would swallow the next argument.
+    cmd = ["nice", str(python), "-m", "pytest", "--verbose", "-p", "no:cacheprovider",
            f"--junitxml={junit}", "-o", "junit_family=xunit1", *targets]
     if args.k:
         cmd += ["-k", args.k]
