@@ -93,7 +93,8 @@ def run_suite(python: Path, suite: str, guarded: bool, args, logs: Path) -> tupl
     env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
     start = time.perf_counter()
     with open(logs / f"{suite}-{mode}.log", "w") as log:
-        subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=site, env=env)
+        subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=site, env=env,
+                       check=False)  # failing tests are results, not errors
     seconds = time.perf_counter() - start
     (logs / f"{suite}-{mode}.seconds").write_text(f"{seconds:.1f}\n")
     return _outcomes(junit), seconds

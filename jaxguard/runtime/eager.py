@@ -24,6 +24,7 @@ from __future__ import annotations
 __tracebackhide__ = True  # pytest: errors raised here show the user's frames only
 
 import collections
+import contextlib
 import functools
 import os
 import sys
@@ -78,7 +79,7 @@ def _host(x) -> np.ndarray:
     return np.asarray(x)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _is_inexact(dtype) -> bool:
     return jnp.issubdtype(dtype, jnp.inexact)
 
@@ -263,10 +264,9 @@ def _judge_pending(wait: bool = True) -> None:
         if not wait and not all(o.is_ready() for o in outputs if hasattr(o, "is_ready")):
             return
         pending.popleft()
-        try:
+        # A value jaxguard cannot read (deleted by donation, on another host) stays unjudged.
+        with contextlib.suppress(Exception):
             _judge(op, inputs, outputs, site)
-        except Exception:  # noqa: BLE001 - a value jaxguard cannot read stays unjudged
-            pass
 
 
 def _post_hook(fun, args, kwargs, output):

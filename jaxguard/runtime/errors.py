@@ -65,7 +65,7 @@ def _library_dirs() -> tuple[str, ...]:
 def _is_library_file(filename: str) -> bool:
     """jax's, jaxlib's, jaxguard's and the standard library's files (contextlib wraps
     guard()), and launchers, are never "the user's line"."""
-    if filename.startswith(_library_dirs()) or filename.startswith(("<frozen", _SCRIPTS_DIR)):
+    if filename.startswith((*_library_dirs(), "<frozen", _SCRIPTS_DIR)):
         return True
     return filename.startswith(_STDLIB_DIR) and "-packages" not in filename
 

@@ -30,7 +30,6 @@ from jaxguard.runtime.errors import (
     warn_at_user,
 )
 
-
 # Set by enable()/disable(). Twins read them at call time, so a function jitted under one
 # enable() follows the options of the current one, and runs plain after disable().
 active = False

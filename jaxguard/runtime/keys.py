@@ -25,7 +25,12 @@ import jax
 from jax._src import core
 from jax._src.random import core as random_core
 
-from jaxguard.runtime.errors import KeyReuseError, _is_installed, format_where, user_stack
+from jaxguard.runtime.errors import (
+    KeyReuseError,
+    _is_installed,
+    format_where,
+    user_stack,
+)
 
 __tracebackhide__ = True  # pytest: errors raised here show the user's frames only
 

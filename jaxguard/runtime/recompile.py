@@ -175,6 +175,6 @@ def _explain(history) -> tuple[str, str]:
     if set(last) != set(prev):
         return ("different arguments were passed",
                 "Call the function with the same arguments each time.")
-    return ("the arguments looked the same; a jax config setting, a weak type or a "
-            "cleared cache (jax.clear_caches) changed",
+    return (("the arguments looked the same; a jax config setting, a weak type or a "
+             "cleared cache (jax.clear_caches) changed"),
             "Avoid changing jax.config or clearing caches between calls.")

@@ -86,8 +86,8 @@ def test_failure_report_hides_jaxguards_frames(pytester):
     pytester.makepyfile(test_oob_sample=OOB_TEST)
     result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["E *OutOfBoundsError: test_oob_sample.py:4: index 5 is out "
-                                 "of bounds*"])
+    result.stdout.fnmatch_lines(
+        ["E *OutOfBoundsError: test_oob_sample.py:4: index 5 is out of bounds*"])
     assert "jaxguard/runtime" not in result.stdout.str()
 
 

@@ -93,7 +93,7 @@ def test_launcher_frames_are_not_shown(tmp_path):
         print(float(loss(jnp.float32(-1.))))
     """))
     result = subprocess.run([launcher, "run", str(path)], capture_output=True, text=True,
-                            cwd=tmp_path)
+                            cwd=tmp_path, check=False)
     assert result.returncode == 1
     assert "train.py:4: NaN produced by `jnp.log`" in result.stderr
     assert "called from train.py:6 (<module>)" in result.stderr
