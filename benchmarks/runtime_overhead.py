@@ -6,6 +6,8 @@ Measures, per configuration:
 - mlp:    a jitted training step of an MLP with 3 dense 512-wide layers, batch 256
 - gather: a jitted embedding-style step (gathers + scatter-add gradient)
 - tiny:   a microsecond-scale jitted call (x + 1 on a scalar)
+- eager ops, outside any jit, on a 1000-element vector: `x[perm]`, `x.at[3].set(1.)`,
+  `jnp.log(x)`, `x * 2`
 
 Configurations: no guards; `jaxguard.enable()` defaults; `jax_debug_nans`;
 `jax_debug_key_reuse`. Each round times the mean of many calls per (configuration,
@@ -91,7 +93,19 @@ def _tiny_call():
     return lambda: f(x)
 
 
-WORKLOADS = {"mlp": (_mlp_step, 10), "gather": (_gather_step, 30), "tiny": (_tiny_call, 2000)}
+def _eager(op):
+    """An eager (un-jitted) op on a 1000-element float32 vector."""
+    def make():
+        x = jnp.arange(1., 1001.)
+        perm = jnp.asarray(np.random.default_rng(0).permutation(1000))
+        return {"getitem": lambda: x[perm], "at_set": lambda: x.at[3].set(1.),
+                "log": lambda: jnp.log(x), "mul": lambda: x * 2.}[op]
+    return make
+
+
+WORKLOADS = {"mlp": (_mlp_step, 10), "gather": (_gather_step, 30), "tiny": (_tiny_call, 2000),
+             "x[perm]": (_eager("getitem"), 200), ".at[i].set": (_eager("at_set"), 200),
+             "jnp.log": (_eager("log"), 2000), "x * 2": (_eager("mul"), 2000)}
 
 
 class _Config:
@@ -159,7 +173,7 @@ def main(argv=None) -> int:
               ("CPU time of this process, median round", 1, statistics.median))
     for label, index, stat in tables:
         print(f"\n{label}:")
-        print(f"{'workload':<8} " + " ".join(f"{c.name:>22}" for c in CONFIGS))
+        print(f"{'workload':<11} " + " ".join(f"{c.name:>22}" for c in CONFIGS))
         for name in WORKLOADS:
             values = {c.name: stat([sample[index] for sample in samples[c.name, name]])
                       for c in CONFIGS}
@@ -167,7 +181,7 @@ def main(argv=None) -> int:
             unit, scale = ("ms", 1e3) if base > 1e-4 else ("us", 1e6)
             cells = [f"{values[c.name] * scale:8.3f} {unit} ({values[c.name] / base:5.2f}x)"
                      for c in CONFIGS]
-            print(f"{name:<8} " + " ".join(f"{cell:>22}" for cell in cells))
+            print(f"{name:<11} " + " ".join(f"{cell:>22}" for cell in cells))
     return 0
 
 

@@ -16,6 +16,8 @@ Why not checkify's stock checks:
 
 from __future__ import annotations
 
+__tracebackhide__ = True  # pytest: errors raised here show the user's frames only
+
 import contextlib
 import functools
 import os
@@ -34,7 +36,7 @@ from jaxguard.runtime.errors import (
     InfError,
     NaNError,
     OutOfBoundsError,
-    _is_library_file,
+    _is_installed,
     format_where,
 )
 
@@ -151,11 +153,6 @@ def _user_frames(frames) -> _Frames:
         return _Frames()
     callers = [f for f in user[1:] if not _is_installed(f[0])]
     return _Frames(user[:1] + callers[:2])
-
-
-def _is_installed(filename: str) -> bool:
-    return ("site-packages" in filename or "dist-packages" in filename
-            or _is_library_file(filename))
 
 
 def with_call_site(exc, skip: int = 2):
@@ -318,21 +315,25 @@ def _library_jit_rule(base_rule, error, enabled, *in_vals, jaxpr, **params):
                                       *err_vals, *in_vals)
 
 
-def _dynamic_slice_mask(operand, *start_indices, slice_sizes):
-    start = jnp.array(start_indices)
+# Out-of-bounds masks of the index operations: (mask, indices, axis of each index
+# column). `xp` is jax.numpy on the device (in jaxguard's checkify rule) or numpy on the
+# host (eager checks, on concrete indices).
+
+def _dynamic_slice_mask(operand, *start_indices, slice_sizes, xp=jnp):
+    start = xp.stack(start_indices) if start_indices else xp.zeros(0, np.int32)
     sizes = np.array(slice_sizes, dtype=start.dtype)
     dims = np.array(operand.shape, dtype=start.dtype)
     return (start < 0) | (start + sizes > dims), start, range(operand.ndim)
 
 
-def _dynamic_update_slice_mask(operand, update, *start_indices):
-    start = jnp.array(start_indices)
+def _dynamic_update_slice_mask(operand, update, *start_indices, xp=jnp):
+    start = xp.stack(start_indices) if start_indices else xp.zeros(0, np.int32)
     dims = np.array(operand.shape, dtype=start.dtype)
     upd = np.array(update.shape, dtype=start.dtype)
     return (start < 0) | (start + upd > dims), start, range(operand.ndim)
 
 
-def _gather_mask(operand, indices, *, dimension_numbers, slice_sizes, **_):
+def _gather_mask(operand, indices, *, dimension_numbers, slice_sizes, xp=jnp, **_):
     dnums = dimension_numbers
     index_map = np.array(dnums.start_index_map, dtype=int)
     upper = np.array(operand.shape)[index_map] - np.array(slice_sizes)[index_map]
@@ -340,7 +341,7 @@ def _gather_mask(operand, indices, *, dimension_numbers, slice_sizes, **_):
     return (indices < 0) | (indices > upper), indices, dnums.start_index_map
 
 
-def _scatter_mask(operand, indices, updates, *, dimension_numbers, **_):
+def _scatter_mask(operand, indices, updates, *, dimension_numbers, xp=jnp, **_):
     dnums = dimension_numbers
     sizes, pos = [], 0
     for axis in range(operand.ndim):
@@ -355,6 +356,32 @@ def _scatter_mask(operand, indices, updates, *, dimension_numbers, **_):
     return (indices < 0) | (indices > upper), indices, index_map
 
 
+def oob_payload_host(oob_mask, indices, dims_map, shape):
+    """checkify's `oob_payload` (first bad index, its axis, the axis size) in numpy."""
+    flat = int(np.argmax(np.ravel(oob_mask)))
+    column = np.unravel_index(flat, np.shape(indices))[-1]
+    axis = list(dims_map)[column]
+    return np.array([np.ravel(indices)[flat], axis, shape[axis]], dtype=np.int32)
+
+
+def check_index_op_on_host(primitive, args, params, frames) -> None:
+    """Raise OutOfBoundsError if an index operation run eagerly, from a user call to an
+    indexing API, has an out-of-bounds index. `args` are concrete; only the integer ones
+    (the indices) are copied to the host."""
+    if not _user_called_indexing_api(frames):
+        return
+    host = [a if hasattr(a, "dtype") and not dtypes.issubdtype(a.dtype, np.integer)
+            else np.asarray(a) for a in args]
+    try:
+        oob_mask, indices, dims_map = _OOB_MASKS[primitive](*host, xp=np, **params)
+    except Exception:  # noqa: BLE001 - an index op these masks do not know: unchecked
+        return
+    if oob_mask.any():
+        payload = oob_payload_host(oob_mask, indices, dims_map, args[0].shape)
+        raise GuardOOB(_user_frames(frames), primitive.name, args[0].shape,
+                       payload).to_guard_error()
+
+
 _SCATTERS = [lax.scatter_p, lax.scatter_add_p, lax.scatter_mul_p, lax.scatter_min_p,
              lax.scatter_max_p]
 _OOB_MASKS = {
@@ -365,6 +392,15 @@ _OOB_MASKS = {
 }
 # Primitives that can turn NaN-free (finite) inputs into a NaN (an Inf): checkify's list.
 _NAN_PRIMS = [*ck.nan_primitives, lax.div_p]
+
+
+def _user_check_rule(base_rule, error, enabled, *args, err_tree, debug):
+    # jaxguard's own checkify (its error classes only) leaves the user's `checkify.check`
+    # in place, for the user's checkify around the call (or `debug_check`'s callback).
+    if enabled <= _OURS:
+        ck.check_p.bind(*args, err_tree=err_tree, debug=debug)
+        return error, []
+    return base_rule(error, enabled, *args, err_tree=err_tree, debug=debug)
 
 
 def _bind_rule(prim):
@@ -389,6 +425,9 @@ def install() -> None:
         _saved_rules[prim] = ck.error_checks.get(prim)
         base = _saved_rules[prim] or _bind_rule(prim)
         ck.error_checks[prim] = functools.partial(_oob_rule, prim.name, mask_fn, base)
+    _saved_rules[ck.check_p] = ck.error_checks[ck.check_p]
+    ck.error_checks[ck.check_p] = functools.partial(_user_check_rule,
+                                                    _saved_rules[ck.check_p])
     _saved_rules[pjit.jit_p] = ck.error_checks.get(pjit.jit_p)
     ck.error_checks[pjit.jit_p] = functools.partial(_library_jit_rule,
                                                     _saved_rules[pjit.jit_p])

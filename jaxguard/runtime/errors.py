@@ -14,6 +14,8 @@ import warnings
 
 _JAXGUARD_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _STDLIB_DIR = sysconfig.get_paths()["stdlib"]
+# Console-script launchers (bin/jaxguard, bin/pytest) are no user's line either.
+_SCRIPTS_DIR = os.path.join(sysconfig.get_paths()["scripts"], "")
 
 
 class GuardError(Exception):
@@ -62,20 +64,34 @@ def _library_dirs() -> tuple[str, ...]:
 
 def _is_library_file(filename: str) -> bool:
     """jax's, jaxlib's, jaxguard's and the standard library's files (contextlib wraps
-    guard()) are never "the user's line"."""
-    if filename.startswith(_library_dirs()) or filename.startswith("<frozen"):
+    guard()), and launchers, are never "the user's line"."""
+    if filename.startswith((*_library_dirs(), "<frozen", _SCRIPTS_DIR)):
         return True
     return filename.startswith(_STDLIB_DIR) and "-packages" not in filename
 
 
+def _is_installed(filename: str) -> bool:
+    """Installed packages' files (pytest's, a library's): user code, but not the user's
+    own, so they are not shown as calling frames."""
+    return ("site-packages" in filename or "dist-packages" in filename
+            or _is_library_file(filename))
+
+
+def user_stack(skip: int = 1, limit: int | None = None) -> tuple:
+    """((filename, lineno, function), ...) of the calling frames that are user code,
+    innermost first (all of them, or the innermost `limit`)."""
+    frame, out = sys._getframe(skip), []
+    while frame is not None and (limit is None or len(out) < limit):
+        if not _is_library_file(frame.f_code.co_filename):
+            out.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
+        frame = frame.f_back
+    return tuple(out)
+
+
 def user_frame_here(skip: int = 1):
     """(filename, lineno, function) of the innermost calling frame that is user code."""
-    frame = sys._getframe(skip)
-    while frame is not None:
-        if not _is_library_file(frame.f_code.co_filename):
-            return frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name
-        frame = frame.f_back
-    return None
+    stack = user_stack(skip + 1, limit=1)
+    return stack[0] if stack else None
 
 
 def format_where(filename: str, lineno: int) -> str:

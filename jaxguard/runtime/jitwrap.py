@@ -1,12 +1,14 @@
 """The patched `jax.jit`: every function jitted while guards are on gets checked twins.
 
-`GuardedJit` jits functions that run the user's function under `checkify` with
+`GuardedPjitFunction` jits functions that run the user's function under `checkify` with
 jaxguard's error classes, so the checks run on the device inside the same compiled
 program (see the class docstring for the two twins). Each call reads back one flag; when
 it is set, the error becomes a `GuardError` naming the user's line.
 """
 
 from __future__ import annotations
+
+__tracebackhide__ = True  # pytest: errors raised here show the user's frames only
 
 import functools
 import threading
@@ -16,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax._src import api, core, dtypes
-from jax._src.interpreters import partial_eval as pe
 from jax._src import checkify as ck
+from jax._src.interpreters import partial_eval as pe
 
 from jaxguard.runtime import checks, keys, recompile
 from jaxguard.runtime.errors import (
@@ -28,8 +30,6 @@ from jaxguard.runtime.errors import (
     warn_at_user,
 )
 
-_local = threading.local()  # .depth: how many guarded functions are being traced
-
 # Set by enable()/disable(). Twins read them at call time, so a function jitted under one
 # enable() follows the options of the current one, and runs plain after disable().
 active = False
@@ -37,16 +37,22 @@ errors: frozenset = frozenset()  # jaxguard checkify error classes to check
 recompile_limit: int | None = None
 
 _CACHE_SIZE = 1024
-_cache: OrderedDict = OrderedDict()  # (fun, jit options) -> GuardedJit
+_cache: OrderedDict = OrderedDict()  # (fun, jit options) -> GuardedPjitFunction
 _cache_lock = threading.Lock()
 
 
-def _tracing_guarded() -> bool:
-    return getattr(_local, "depth", 0) > 0
+def _staged() -> bool:
+    """True while jax traces into a jaxpr (a jit, a loop or cond body, checkify), also
+    under a grad or vmap of such a trace; False in eager code, even under an eager grad
+    or vmap (their values are concrete underneath)."""
+    return any(isinstance(trace, pe.DynamicJaxprTrace)
+               for trace in core.unsafe_get_trace_stack(core.unsafe_get_current_trace()))
 
 
-class GuardedJit:
-    """Callable returned by the patched `jax.jit`; behaves like the jitted function.
+class GuardedPjitFunction:
+    """Callable returned by the patched `jax.jit`; behaves like the jitted function, and
+    looks like one to code that inspects it: `__wrapped__`, `__signature__`, and a type
+    name holding "PjitFunction" (chex's `is_traceable` tests the type's name).
 
     Two compiled twins per error set:
     - the fast twin, run on every call: out-of-bounds checks on the device, and one
@@ -54,6 +60,8 @@ class GuardedJit:
     - the locating twin, compiled and run only after an alarm, on the same arguments:
       checks every op for NaN/Inf so the error names the op and the user's line.
     Per-op NaN checks on every call would cost 1.5x and more on a training step.
+    Both call the plain jit of the function (`_plain`, also what runs nested in other
+    traces), so the Python function is traced once per argument signature, as by jax.
     """
 
     def __init__(self, fun, jit_kwargs, original_jit):
@@ -61,11 +69,24 @@ class GuardedJit:
         self._jit_kwargs = jit_kwargs
         self._original_jit = original_jit
         self._key_positions: set[int] = set()  # flat argument positions of consumed keys
-        self._plain = original_jit(fun, **jit_kwargs)
+        self._plain = original_jit(self._consuming_keys(fun), **jit_kwargs)
         self._twins: dict = {}  # (error classes, locating?) -> jitted twin
+        self._traces = recompile.Traces()
         self._donates = any(jit_kwargs.get(name) not in (None, (), [])
                             for name in ("donate_argnums", "donate_argnames"))
         functools.update_wrapper(self, fun, updated=())
+
+    def _consuming_keys(self, fun):
+        @functools.wraps(fun)
+        def plain(*args, **kwargs):
+            out = fun(*args, **kwargs)
+            # Remember which arguments are keys the function consumes: passing the same
+            # key object to it twice is key reuse too.
+            self._key_positions.update(
+                i for i, leaf in enumerate(jax.tree_util.tree_leaves((args, kwargs)))
+                if isinstance(leaf, core.Tracer) and keys.is_consumed(leaf))
+            return out
+        return plain
 
     def _twin(self, errors_now, locating: bool):
         twin = self._twins.get((errors_now, locating))
@@ -81,7 +102,8 @@ class GuardedJit:
     def _traced(self, errors_now, locating, *args, **kwargs):
         # Runs once per trace (= per compilation), never per call.
         if recompile_limit is not None and not locating:
-            recompile.record(self._fun, args, kwargs, recompile_limit)
+            recompile.record(self._traces, self._fun, self._jit_kwargs, args, kwargs,
+                             recompile_limit)
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
         # Static arguments arrive as plain Python values; only tracers go through checkify.
         dyn_pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, core.Tracer)]
@@ -92,36 +114,32 @@ class GuardedJit:
             for i, val in zip(dyn_pos, dyn):
                 full[i] = val
             call_args, call_kwargs = jax.tree_util.tree_unflatten(tree, full)
-            out = self._fun(*call_args, **call_kwargs)
-            # Remember which arguments are keys the function consumes: passing the same
-            # key object to it twice is key reuse too.
-            self._key_positions.update(i for i, val in zip(dyn_pos, dyn)
-                                       if keys.is_consumed(val))
-            return out, _value_alarm(errors_now, dyn, out, check_inputs=self._donates)
+            return self._plain(*call_args, **call_kwargs)
 
-        _local.depth = getattr(_local, "depth", 0) + 1
-        try:
-            # Ops whose recorded frames hold no user code (`jax.jit(jnp.log)`) are
-            # attributed to the line that calls the compiled function.
-            with checks.outer_frames(checks.CALL_SITE):
-                dyn_args = [leaves[i] for i in dyn_pos]
-                try:
-                    err, (out, value_alarm) = ck.checkify(body, errors=per_op_errors)(dyn_args)
-                except GuardError:
-                    raise  # found while tracing (key reuse)
-                except Exception as exc:
-                    if not per_op_errors or locating:
-                        raise  # the locating call reports that it could not locate
-                    # checkify cannot instrument everything (shard_map, pmap inside jit
-                    # on jax 0.10): run without per-op checks. A bug in the user's code
-                    # raises again here, unchanged.
-                    err, (out, value_alarm) = ck.checkify(body, errors=frozenset())(dyn_args)
-                    warn_at_user(f"jaxguard could not add on-device checks to "
-                                 f"{self._name()}() ({type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0][:120]}); it runs with its "
-                                 f"outputs checked for NaN only.", RuntimeWarning)
-        finally:
-            _local.depth -= 1
+        # Ops whose recorded frames hold no user code (`jax.jit(jnp.log)`) are attributed
+        # to the line that calls the compiled function.
+        with checks.outer_frames(checks.CALL_SITE):
+            dyn_args = [leaves[i] for i in dyn_pos]
+            try:
+                err, out = ck.checkify(body, errors=per_op_errors)(dyn_args)
+            except GuardError:
+                raise  # found while tracing (key reuse)
+            except Exception as exc:
+                if not per_op_errors or locating:
+                    raise  # the locating call reports that it could not locate
+                # checkify cannot instrument everything (shard_map, pmap inside jit on
+                # jax 0.10): run without per-op checks. A bug in the user's code raises
+                # again here, unchanged.
+                err, out = ck.checkify(body, errors=frozenset())(dyn_args)
+                warn_at_user(f"jaxguard could not add on-device checks to "
+                             f"{self._name()}() ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0][:120]}); it runs with its "
+                             f"outputs checked for NaN only.", RuntimeWarning)
+        # Outside checkify: jaxguard's own reductions are not the user's ops. The locating
+        # twin tests every value exactly; the fast one reduces each output to a sum (NaN
+        # also for +inf and -inf together, confirmed on the host after an alarm).
+        value_alarm = _value_alarm(errors_now, dyn_args, out, check_inputs=self._donates,
+                                   exact=locating)
         if locating:
             # A NaN/Inf an op made counts only if one reached an output (value_alarm):
             # this matters when the locating twin runs directly, under an eager vmap.
@@ -135,33 +153,34 @@ class GuardedJit:
         return alarm, (err if locating or self._donates else None), out
 
     def __call__(self, *args, **kwargs):
-        __tracebackhide__ = True  # pytest: show the user's line, not this wrapper
-        if not active or _tracing_guarded():
-            # Guards off, or nested inside a guarded jit whose checkify covers this call.
-            return self._plain(*args, **kwargs)
-        alarm, err, out = self._twin(errors, False)(*args, **kwargs)
-        try:
-            alarmed = int(alarm)  # the one device-to-host read per call
-        except jax.errors.ConcretizationTypeError:
-            alarmed = 0
-            if not any(isinstance(leaf, pe.DynamicJaxprTracer)
-                       for leaf in jax.tree_util.tree_leaves((args, kwargs))):
-                # Under an eager vmap the flags are batched: run the locating twin and
-                # let checkify's check primitive raise per batch element. (Inside some
-                # other, unguarded jit nothing can be raised: the call runs unchecked.)
-                _, err, _ = self._twin(errors, True)(*args, **kwargs)
-                raise_under_transform(err)
-        if alarmed:
-            self._raise(alarmed, err, out, args, kwargs)
+        if not active or _staged():
+            # Guards off, or inside a trace: a guarded jit (whose checkify covers this
+            # call) or another one (an unguarded jit, a loop or cond body, the user's own
+            # checkify) where no alarm can be read: run exactly as jax would.
+            out = self._plain(*args, **kwargs)
+        else:
+            out = self._checked_call(args, kwargs)
         if self._key_positions:
             leaves = jax.tree_util.tree_leaves((args, kwargs))
             for i in sorted(self._key_positions):
                 keys.consume(leaves[i], f"jitted {self._name()}")
         return out
 
+    def _checked_call(self, args, kwargs):
+        alarm, err, out = self._twin(errors, False)(*args, **kwargs)
+        try:
+            alarmed = int(alarm)  # the one device-to-host read per call
+        except jax.errors.ConcretizationTypeError:
+            # Under an eager vmap the flags are batched: run the locating twin and let
+            # checkify's check primitive raise per batch element.
+            _, err, _ = self._twin(errors, True)(*args, **kwargs)
+            raise_under_transform(err)
+            return out
+        if alarmed:
+            self._raise(alarmed, err, out, args, kwargs)
+        return out
     def _raise(self, alarm: int, err, out, args, kwargs) -> None:
         """alarm: bit 0 = a NaN/Inf reached an output, bit 1 = a per-op check failed."""
-        __tracebackhide__ = True
         exc = err.get_exception() if err is not None else None
         if exc is None:  # re-run with every check to find the op
             leaves = jax.tree_util.tree_leaves((args, kwargs))
@@ -171,6 +190,8 @@ class GuardedJit:
                     out, "Its arguments were donated (donate_argnums), so jaxguard could "
                          "not re-run it to find the operation: call it once without "
                          "donation to see the operation and its line.")
+            if alarm == 1 and not _bad_on_host(errors, out):
+                return  # the sum was NaN from +inf and -inf: no NaN in the outputs
             if alarm == 1 and not self._donates and bool(_bad_inputs(errors, leaves)):
                 return  # the NaN came in with the arguments, it was not made here
             try:
@@ -198,6 +219,10 @@ class GuardedJit:
     def _name(self) -> str:
         return getattr(self, "__name__", "function")
 
+    @property
+    def __signature__(self):
+        return self._plain.__signature__
+
     def __get__(self, instance, owner=None):
         # `@jax.jit` on a method: bind like a function does.
         if instance is None:
@@ -223,9 +248,9 @@ def _float_leaves(tree):
 
 
 def _sum(leaves):
-    """One scalar that is NaN when any leaf holds a NaN. A sum is about 4x cheaper than
-    `any(isnan(x))` on CPU; its rare false alarm (+inf and -inf in one output) only costs
-    a locating re-run that then finds nothing."""
+    """One scalar that is NaN when any leaf holds a NaN, and also for +inf and -inf
+    together: a cheap flag (about 4x cheaper than `isnan` over every value on CPU, and
+    cheap to compile), confirmed by an exact test before anything is reported."""
     total = jnp.float32(0)
     for x in leaves:
         if jnp.issubdtype(x.dtype, jnp.complexfloating):
@@ -234,36 +259,51 @@ def _sum(leaves):
     return total
 
 
-def _bad_values(errors_now, leaves):
-    """On-device flag: some leaf holds a NaN (or, when Infs are checked, an Inf)."""
+def _bad_values(errors_now, leaves, exact: bool):
+    """On-device flag: some leaf holds a NaN (or, when Infs are checked, an Inf). Not
+    `exact`: may also be set by +inf and -inf in one output (see `_sum`)."""
     leaves = _float_leaves(leaves)
     if not leaves:
         return jnp.bool_(False)
     if checks.GuardInf in errors_now:
         leaves = [x * 0 for x in leaves]  # x * 0 is NaN exactly where x is NaN or Inf
+    if exact:
+        return functools.reduce(jnp.logical_or, [jnp.any(jnp.isnan(x)) for x in leaves])
     return jnp.isnan(_sum(leaves))
 
 
-def _value_alarm(errors_now, inputs, out, check_inputs: bool):
+def _bad_on_host(errors_now, tree) -> bool:
+    """The exact test, on the host, of a tree of arrays (True when it cannot tell: under
+    an eager grad the outputs are tracers)."""
+    leaves = _float_leaves(tree)
+    if any(isinstance(x, core.Tracer) for x in leaves):
+        return True
+    test = (lambda v: not np.isfinite(v).all()) if checks.GuardInf in errors_now \
+        else (lambda v: np.isnan(v).any())
+    return any(test(np.asarray(x)) for x in leaves)
+
+
+def _value_alarm(errors_now, inputs, out, check_inputs: bool, exact: bool):
     """On-device flag: an output holds a NaN (Inf) and, if `check_inputs`, no input did.
     NaNs masked before they reach an output do not count: the user never sees them.
-    Inputs are checked here only for functions that donate them; the others are checked
-    after an alarm, which saves a pass over the inputs on every call."""
+    Inputs are checked here only for functions that donate them (exactly: they are gone
+    after the call); the others are checked after an alarm, which saves a pass over the
+    inputs on every call."""
     if not errors_now & _VALUE_ERRORS:
         return jnp.bool_(False)
-    alarm = _bad_values(errors_now, out)
+    alarm = _bad_values(errors_now, out, exact)
     if check_inputs:
-        alarm = alarm & ~_bad_values(errors_now, inputs)
+        alarm = alarm & ~_bad_values(errors_now, inputs, exact=True)
     return alarm
 
 
 # jax's own jit (jax.jit itself may be patched): checks run as one compiled call.
-_bad_inputs_jitted = api.jit(_bad_values, static_argnums=0)
+_bad_inputs_jitted = api.jit(_bad_values, static_argnums=(0, 2))
 
 
 def _bad_inputs(errors_now, leaves):
     return _bad_inputs_jitted(errors_now, [x for x in leaves
-                                           if isinstance(x, (jax.Array, np.ndarray))])
+                                           if isinstance(x, (jax.Array, np.ndarray))], True)
 
 
 def raise_under_transform(err) -> None:
@@ -284,7 +324,7 @@ def make_jit(original_jit):
     def jit(fun=None, /, **jit_kwargs):
         if fun is None:  # @jax.jit(static_argnums=...) decorator form
             return lambda f: jit(f, **jit_kwargs)
-        if isinstance(fun, GuardedJit):
+        if isinstance(fun, GuardedPjitFunction):
             fun = fun._fun
         # One twin per (function, options), like jax's own cache: jax.jit(f) called in a
         # loop must not retrace.
@@ -292,13 +332,13 @@ def make_jit(original_jit):
             key = (fun, tuple(sorted(jit_kwargs.items())))
             hash(key)
         except TypeError:
-            return GuardedJit(fun, jit_kwargs, original_jit)
+            return GuardedPjitFunction(fun, jit_kwargs, original_jit)
         with _cache_lock:
             guarded = _cache.get(key)
             if guarded is not None:
                 _cache.move_to_end(key)
                 return guarded
-            guarded = _cache[key] = GuardedJit(fun, jit_kwargs, original_jit)
+            guarded = _cache[key] = GuardedPjitFunction(fun, jit_kwargs, original_jit)
             if len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
         return guarded

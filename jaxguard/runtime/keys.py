@@ -1,34 +1,45 @@
 """Key-reuse guard for typed (`jax.random.key`) and legacy (`PRNGKey`) keys.
 
 JAX's own checker (`jax_debug_key_reuse`) only understands typed keys and switches off
-fast dispatch for every jit call. jaxguard instead wraps the public `jax.random`
-functions: each call consumes its key *object* (a concrete array eagerly, a tracer while
-tracing), and a second consumption of the same object is an error. This costs nothing
-per call of a compiled function: inside jit it runs once, at trace time.
+fast dispatch for every jit call. jaxguard instead watches the key check that every
+public `jax.random` function runs first (`_check_prng_key(name, key)`): each call
+consumes its key *object* (a concrete array eagerly, a tracer while tracing), and a
+second consumption of the same object is an error. This costs nothing per call of a
+compiled function: inside jit it runs once, at trace time. Hooking that check, rather
+than wrapping the public functions, adds no frame between the user and jax.random, so
+jax's own warnings (a float64 dtype without x64) still name the user's line.
 
 Not consuming: `fold_in` (deriving many keys from one base key with different data is
-the intended use), `clone`, `key_data`, `wrap_key_data`, `key_impl`, constructors.
+the intended use), `clone`, `key_data`, `wrap_key_data`, `key_impl`, constructors, and
+jax.random functions calling each other (bernoulli -> uniform is one use).
 """
 
 from __future__ import annotations
 
-import functools
+import os
+import sys
 import threading
 import weakref
 
 import jax
-import jax.random
 from jax._src import core
+from jax._src.random import core as random_core
 
-from jaxguard.runtime.errors import KeyReuseError, format_where, user_frame_here
+from jaxguard.runtime.errors import (
+    KeyReuseError,
+    _is_installed,
+    format_where,
+    user_stack,
+)
 
-_NOT_CONSUMING = {"PRNGKey", "key", "key_data", "key_impl", "key_dtype", "wrap_key_data",
-                  "clone", "fold_in", "random_gamma_p"}
+__tracebackhide__ = True  # pytest: errors raised here show the user's frames only
+
+_NOT_CONSUMING = {"key_data", "key_impl", "fold_in", "clone", "wrap_key_data"}
+_RANDOM_DIR = os.path.join(os.path.dirname(os.path.abspath(random_core.__file__)), "")
 
 _lock = threading.RLock()  # re-entrant: a weakref callback (GC) may run while it is held
-_consumed: dict[int, tuple] = {}  # id(key) -> (weakref to key, where, what consumed it)
-_local = threading.local()  # .inside: a wrapped function is running (inner calls ignored)
-_originals: dict[str, object] = {}
+_consumed: dict[int, tuple] = {}  # id(key) -> (weakref to key, user stack, what consumed it)
+_original_check = None
 
 
 def _is_key(value) -> bool:
@@ -39,19 +50,57 @@ def consume(key, what: str) -> None:
     """Mark `key` consumed by `what`; raise KeyReuseError if it was consumed before."""
     if not _is_key(key):
         return
-    frame = user_frame_here()
-    where = format_where(frame[0], frame[1]) if frame else "<unknown location>"
+    stack = user_stack()
     ident = id(key)
     with _lock:
         previous = _consumed.get(ident)
         if previous is not None and previous[0]() is key:
-            _, first_where, first_what = previous
-            raise KeyReuseError(
-                f"{where}: PRNG key reused by `{what}`: the same key was already consumed "
-                f"by `{first_what}` at {first_where}, so both draw the same random bits. "
-                f"Split it first: `key, subkey = jax.random.split(key)`.",
-                where=where, op=what)
-        _consumed[ident] = (weakref.ref(key, lambda _, i=ident: _forget(i)), where, what)
+            raise _reuse_error(previous[1], previous[2], stack, what)
+        _consumed[ident] = (weakref.ref(key, lambda _, i=ident: _forget(i)), stack, what)
+
+
+def _reuse_error(first_stack, first_what: str, stack, what: str) -> KeyReuseError:
+    first, second = _call_sites(first_stack, stack)
+    where, via = _describe(second)
+    first_where, first_via = _describe(first)
+    return KeyReuseError(
+        f"{where}: PRNG key reused by `{what}`{via}: the same key was already consumed by "
+        f"`{first_what}` at {first_where}{first_via}, so both draw the same random bits. "
+        f"Split it first: `key, subkey = jax.random.split(key)`.",
+        where=None if second[0] is None else where, op=what)
+
+
+def _call_sites(first, second):
+    """The frames of each use that passed the key: where the two stacks part, seen from
+    the outside (the user's lines that called into a library, not the library line that
+    consumed the key for both). With no such frame (one line, twice), the innermost
+    frame outside installed packages. Each: (site, innermost frame)."""
+    outer_first, outer_second = first[::-1], second[::-1]
+    common = 0
+    while (common < min(len(first), len(second))
+           and outer_first[common] == outer_second[common]):
+        common += 1
+    if common < len(first) and common < len(second):
+        return ((outer_first[common], first[0] if first else None),
+                (outer_second[common], second[0] if second else None))
+    return _own_site(first), _own_site(second)
+
+
+def _own_site(stack):
+    if not stack:
+        return None, None
+    return next((f for f in stack if not _is_installed(f[0])), stack[0]), stack[0]
+
+
+def _describe(site) -> tuple[str, str]:
+    """("file:line", " (via the innermost frame)" or "") of one use."""
+    frame, innermost = site
+    if frame is None:
+        return "<unknown location>", ""
+    via = ""
+    if innermost is not None and innermost != frame:
+        via = f" (via {format_where(innermost[0], innermost[1])})"
+    return format_where(frame[0], frame[1]), via
 
 
 def is_consumed(key) -> bool:
@@ -66,35 +115,26 @@ def _forget(ident: int) -> None:
             del _consumed[ident]
 
 
-def _wrap(name: str, fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if getattr(_local, "inside", False):
-            return fn(*args, **kwargs)  # jax.random calling itself (bernoulli -> uniform)
-        consume(args[0] if args else kwargs.get("key"), f"jax.random.{name}")
-        _local.inside = True
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _local.inside = False
-    return wrapper
+def _check_prng_key(name, key, *args, **kwargs):
+    # Frame 1 is the public jax.random function; its caller in jax.random itself means
+    # one function calling another (bernoulli -> uniform): the key was consumed once.
+    if name not in _NOT_CONSUMING \
+            and not sys._getframe(2).f_code.co_filename.startswith(_RANDOM_DIR):
+        consume(key, f"jax.random.{name}")
+    return _original_check(name, key, *args, **kwargs)
 
 
 def install() -> None:
-    if _originals:
-        return
-    for name in dir(jax.random):
-        fn = getattr(jax.random, name)
-        if name.startswith("_") or name in _NOT_CONSUMING or not callable(fn) \
-                or isinstance(fn, type):
-            continue
-        _originals[name] = fn
-        setattr(jax.random, name, _wrap(name, fn))
+    global _original_check
+    if _original_check is None:
+        _original_check = random_core._check_prng_key
+        random_core._check_prng_key = _check_prng_key
 
 
 def uninstall() -> None:
-    for name, fn in _originals.items():
-        setattr(jax.random, name, fn)
-    _originals.clear()
+    global _original_check
+    if _original_check is not None:
+        random_core._check_prng_key = _original_check
+        _original_check = None
     with _lock:
         _consumed.clear()

@@ -10,6 +10,8 @@ pytest loads this module in every run, so it must not import jax at import time.
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 _SESSION_KEY = pytest.StashKey[bool]()
@@ -30,6 +32,15 @@ def pytest_configure(config):
         runtime = _import_runtime("--jaxguard")
         runtime.enable()
         config.stash[_SESSION_KEY] = True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # Recompilations are counted per test: a jitted factory closure rebuilt by every
+    # test, or a module-level function called with new shapes by each, is no problem.
+    recompile = sys.modules.get("jaxguard.runtime.recompile")
+    if recompile is not None:
+        recompile.reset()
 
 
 def pytest_unconfigure(config):

@@ -1,9 +1,14 @@
-"""Recompilation guard: warn when one function is traced more than `limit` times.
+"""Recompilation guard: warn when one jitted function is traced more than `limit` times.
 
-Traces are grouped by where the function is *defined* (file, line, name), not by the
-function object, so `jax.jit(lambda ...)` re-created inside a loop counts as one function.
-Each trace records what the arguments looked like; when the limit is passed, the last two
-traces are compared to name the cause.
+Two counts, both kept per *scope* (the program, or one test under the pytest plugin,
+which calls `reset()` before each test):
+- per jitted function object (a function with its jit options), while it lives: its
+  traces are compared to name the cause (a static argument's values, a shape, a pytree);
+- per definition (file, line, name): how many distinct jitted objects of it were traced
+  with the same options, arguments and captured values (closure, partial arguments;
+  arrays by shape), which is the cost of `jax.jit(lambda ...)` re-created inside a loop.
+  Objects with other options or settings are other programs (a factory called with other
+  settings), not a wasted compile.
 """
 
 from __future__ import annotations
@@ -19,21 +24,34 @@ from jaxguard.runtime.errors import RecompileWarning, format_where, warn_at_user
 
 _lock = threading.Lock()
 _HISTORY = 16  # traces remembered per function, to name the values a static arg took
-_counts: dict[tuple, int] = {}  # group -> number of traces
-_traces: dict[tuple, deque] = {}  # group -> last traces: (function id, signature)
+_scope = 0  # bumped by reset(): counts of an earlier scope are stale
+_recreated: dict[tuple, int] = {}  # (definition, options, arguments) -> objects traced
 _warned: set[tuple] = set()
 
 
+class Traces:
+    """The traces of one jitted function object (it holds this), in the current scope."""
+
+    def __init__(self):
+        self.scope = -1
+        self.count = 0
+        self.history: deque = deque(maxlen=_HISTORY)
+        self.warned = False
+
+
 def reset() -> None:
+    """Start a new scope (the pytest plugin calls this before each test)."""
+    global _scope
     with _lock:
-        _counts.clear()
-        _traces.clear()
+        _scope += 1
+        _recreated.clear()
         _warned.clear()
 
 
 def _unwrap(fun):
-    while isinstance(fun, functools.partial):
-        fun = fun.func
+    """The user's function under partials, methods and wrappers (`jax.vmap(f)` is f)."""
+    while isinstance(fun, functools.partial) or hasattr(fun, "__wrapped__"):
+        fun = fun.func if isinstance(fun, functools.partial) else fun.__wrapped__
     fun = getattr(fun, "__func__", fun)  # bound method -> function
     if not hasattr(fun, "__code__") and callable(fun):  # a callable object
         fun = getattr(type(fun).__call__, "__func__", type(fun).__call__)
@@ -47,6 +65,24 @@ def _group(fun) -> tuple:
     if code is None:
         return ("<unknown>", 0, name)
     return (code.co_filename, code.co_firstlineno, name)
+
+
+def _captured(fun) -> tuple:
+    """What `fun` carries besides its code: partial arguments and closure values, arrays
+    by shape and dtype. A closure over other settings is another program; one over
+    another batch of the same shape is the same program compiled again."""
+    values = []
+    while isinstance(fun, functools.partial):
+        values += [*fun.args, *fun.keywords.values()]
+        fun = fun.func
+    for cell in getattr(getattr(fun, "__func__", fun), "__closure__", None) or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    return tuple(_describe(v) if hasattr(v, "shape") and hasattr(v, "dtype")
+                 else repr(v) if isinstance(v, (int, float, complex, str, bytes, type(None)))
+                 else f"{type(v).__qualname__} object {id(v)}" for v in values)
 
 
 def _describe(value) -> str:
@@ -81,31 +117,46 @@ def _signature(fun, args, kwargs) -> dict:
     return sig
 
 
-def record(fun, args, kwargs, limit: int) -> None:
+def record(traces: Traces, fun, jit_options, args, kwargs, limit: int) -> None:
+    """Count one trace of the jitted function that holds `traces`; warn past `limit`."""
     group = _group(fun)
     sig = _signature(fun, args, kwargs)
     with _lock:
-        history = _traces.setdefault(group, deque(maxlen=_HISTORY))
-        history.append((id(_unwrap(fun)), sig))
-        count = _counts[group] = _counts.get(group, 0) + 1
-        if count <= limit or group in _warned:
-            return
-        _warned.add(group)
-        cause, remedy = _explain(history)
-    filename, lineno, name = group
-    warn_at_user(f"{name} (defined at {format_where(filename, lineno)}) was traced and "
-                 f"compiled {count} times (limit {limit}): {cause}. {remedy}",
-                 RecompileWarning)
+        if traces.scope != _scope:
+            traces.scope, traces.count, traces.warned = _scope, 0, False
+            traces.history.clear()
+        traces.history.append(sig)
+        traces.count += 1
+        message = None
+        if traces.count > limit and not traces.warned:
+            traces.warned = True
+            cause, remedy = _explain(traces.history)
+            message = f"was traced and compiled {traces.count} times (limit {limit}): " \
+                      f"{cause}. {remedy}"
+        elif traces.count == 1:
+            key = (group, repr(jit_options), repr(sig), _captured(fun))
+            objects = _recreated[key] = _recreated.get(key, 0) + 1
+            if objects > limit and key not in _warned:
+                _warned.add(key)
+                message = (f"was jitted anew and compiled {objects} times with the same "
+                           f"arguments (limit {limit}): the function object is re-created "
+                           f"on each call (jax.jit of a new lambda/closure, or jax.jit "
+                           f"inside a loop). Create the jitted function once, outside the "
+                           f"loop, and reuse it.")
+    if message is not None:
+        filename, lineno, name = group
+        warn_at_user(f"{name} (defined at {format_where(filename, lineno)}) {message}",
+                     RecompileWarning)
 
 
 def _explain(history) -> tuple[str, str]:
-    (prev_id, prev), (last_id, last) = history[-2], history[-1]
+    prev, last = history[-2], history[-1]
     static_changes = [name for name in last
                       if last[name][0] == "static" and prev.get(name) != last[name]]
     if static_changes:
         name = static_changes[0]
         values = []
-        for _, sig in history:
+        for sig in history:
             if name in sig and sig[name][1] not in values:
                 values.append(sig[name][1])
         return (f"static argument '{name}' took the values {', '.join(values)}",
@@ -124,9 +175,6 @@ def _explain(history) -> tuple[str, str]:
     if set(last) != set(prev):
         return ("different arguments were passed",
                 "Call the function with the same arguments each time.")
-    if prev_id != last_id:
-        return (("the function object is re-created on each call (jax.jit of a new "
-                 "lambda/closure, or jax.jit inside a loop)"),
-                "Create the jitted function once, outside the loop, and reuse it.")
-    return ("the arguments looked the same; a jax config setting or a weak type changed",
-            "Avoid changing jax.config between calls.")
+    return (("the arguments looked the same; a jax config setting, a weak type or a "
+             "cleared cache (jax.clear_caches) changed"),
+            "Avoid changing jax.config or clearing caches between calls.")

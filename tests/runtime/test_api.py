@@ -10,6 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax._src import api
+from jax._src.array import ArrayImpl
+from jax._src.random import core as random_core
 
 import jaxguard
 from jaxguard import runtime
@@ -22,8 +25,11 @@ ALL_ON = dict(x64=True, infs=True, tracer_leaks=True, transfers="log", rank_prom
 
 
 def _snapshot():
+    # The key guard hooks the key check every jax.random function runs first; the eager
+    # checks, the array read and jax's post-call hook.
     return ({flag: getattr(jax.config, flag) for flag in FLAGS}, jax.jit,
-            jax.random.normal, jnp.take)
+            random_core._check_prng_key, jnp.take, ArrayImpl._value,
+            api._post_hook_state.get_global())
 
 
 def test_package_root_exports_the_runtime_names():
@@ -45,7 +51,7 @@ def test_enable_disable_restores_every_setting():
         assert jax.config.jax_enable_x64 and jax.config.jax_check_tracer_leaks
         assert jax.config.jax_numpy_rank_promotion == "raise"
         assert jax.config.jax_transfer_guard_host_to_device == "log"
-        assert jax.jit is not before[1] and jax.random.normal is not before[2]
+        assert jax.jit is not before[1] and random_core._check_prng_key is not before[2]
         assert not jax.config.jax_debug_key_reuse  # never the 10x-per-call checker
         assert jnp.zeros(2).dtype == jnp.float64
     finally:
@@ -60,9 +66,9 @@ def test_guard_restores_and_nests():
         assert jax.config.jax_numpy_rank_promotion == "warn"
         with jaxguard.guard(rank_promotion="raise", key_reuse=False):
             assert jax.config.jax_numpy_rank_promotion == "raise"
-            assert jax.random.normal is before[2]
+            assert random_core._check_prng_key is before[2]
         assert jax.config.jax_numpy_rank_promotion == "warn"
-        assert jax.random.normal is not before[2]
+        assert random_core._check_prng_key is not before[2]
     assert _snapshot() == before
 
 

@@ -1,5 +1,7 @@
 """Key-reuse guard: typed and legacy PRNGKey keys, eagerly and inside jit."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -83,3 +85,45 @@ def test_key_reuse_off():
     with jaxguard.guard(key_reuse=False):
         key = jax.random.PRNGKey(0)
         assert jax.random.normal(key) == jax.random.normal(key)
+
+
+LIBRARY = """
+import jax
+
+def _draw(key, shape):
+    return jax.random.normal(key, shape)  # the library line that consumes the key
+
+def apply(key, shape=(2,)):
+    return _draw(key, shape)
+"""
+
+
+def test_reuse_inside_library_code_names_the_users_calls(guards, tmp_path, monkeypatch):
+    # As in haiku's `apply(params, key, x)`: the key is consumed inside the library;
+    # the error names the user's two calls that passed it, then the library line.
+    lib_dir = tmp_path / "site-packages"
+    lib_dir.mkdir()
+    (lib_dir / "keylib_sample.py").write_text(LIBRARY)
+    monkeypatch.syspath_prepend(str(lib_dir))
+    import keylib_sample
+
+    key = jax.random.PRNGKey(0)
+    keylib_sample.apply(key)  # library-first-call
+    with pytest.raises(jaxguard.KeyReuseError) as info:
+        keylib_sample.apply(key)  # library-second-call
+    assert_where(info.value, line_of("# library-second-call"))
+    message = str(info.value)
+    assert f"at {line_of('# library-first-call')} (via " in message.replace("tests/runtime/", "")
+    assert "keylib_sample.py:5):" in message
+
+
+def test_jax_float64_warning_names_the_users_line(guards):
+    # Without x64, jax warns that float64 is not available; the warning must point at
+    # the caller, not at a jaxguard wrapper.
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        jax.random.normal(jax.random.PRNGKey(1), (2,), dtype=jnp.float64)  # f64-line
+    found = [w for w in record if "float64" in str(w.message)]
+    assert found
+    assert {f"{w.filename.rsplit('/', 1)[-1]}:{w.lineno}" for w in found} == \
+        {line_of("# f64-line")}

@@ -27,10 +27,14 @@ def test_sharp_bits_seed_nan_inside_jit(guards):
 
 
 def test_sharp_bits_seed_eager_divide(guards):
+    # Eagerly, a NaN counts when the program reads it (as a jit's output counts): the
+    # error names the line that made it and the line that read it.
+    q = jnp.divide(0., 0.)  # seed-eager-divide
     with pytest.raises(jaxguard.NaNError) as info:
-        jnp.divide(0., 0.)  # seed-eager-divide
+        print(q)  # eager-read-line
     assert_where(info.value, line_of("# seed-eager-divide"))
     assert "divide" in info.value.op
+    assert f"read at {line_of('# eager-read-line')}" in str(info.value).replace("tests/runtime/", "")
 
 
 def test_correct_program_runs_silently(guards):
@@ -108,10 +112,11 @@ def test_shard_map_nan_is_reported_without_the_op(guards):
     from jax.sharding import NamedSharding, PartitionSpec
 
     mesh = jax.make_mesh((1,), ("i",))
-    f = jax.jit(jax.shard_map(jnp.log, mesh=mesh, in_specs=PartitionSpec("i"),
-                              out_specs=PartitionSpec("i")))
+    sharded_log = jax.shard_map(lambda y: jnp.log(y) * 2, mesh=mesh,
+                                in_specs=PartitionSpec("i"), out_specs=PartitionSpec("i"))
+    f = jax.jit(lambda x: sharded_log(x) + 1)
     x = jax.device_put(jnp.ones(4), NamedSharding(mesh, PartitionSpec("i")))
-    np.testing.assert_array_equal(f(x), np.zeros(4))
+    np.testing.assert_array_equal(f(x), np.ones(4))
     with pytest.raises(jaxguard.NaNError, match="could not instrument"):
         f(-x)  # shard-map-line
     with pytest.raises(jaxguard.NaNError) as info:
@@ -196,3 +201,91 @@ def test_nans_off():
 def test_nan_error_is_a_floating_point_error(guards):
     with pytest.raises(FloatingPointError):
         jax.jit(jnp.log)(jnp.float32(-1.))
+
+
+def test_plus_and_minus_inf_in_one_output_is_not_a_nan(guards):
+    out = jax.jit(lambda x: x / 0.0)(jnp.array([1., -1.]))
+    np.testing.assert_array_equal(out, [np.inf, -np.inf])
+    # ... while a NaN next to them still is one.
+    with pytest.raises(jaxguard.NaNError):
+        jax.jit(lambda x: x / 0.0)(jnp.array([1., -1., 0.]))
+
+
+def _masked_cross_entropy(logits, labels, mask):
+    # optax's softmax_cross_entropy(where=): a fully masked row makes -inf log-probs,
+    # 0 * -inf = NaN in the product, and the masked sum drops it.
+    log_probs = jax.nn.log_softmax(logits, where=mask)
+    return -(labels * log_probs).sum(-1, where=mask)
+
+
+LOGITS = jnp.array([[1., 2., 3.], [1., 2., 3.]])
+MASK = jnp.array([[True, True, False], [False, False, False]])
+LABELS = jnp.array([[0., 1., 0.], [0., 0., 0.]])
+
+
+def test_eager_masked_nan_that_reaches_no_result_is_silent(guards):
+    loss = _masked_cross_entropy(LOGITS, LABELS, MASK)
+    np.testing.assert_allclose(loss, [0.3132617, 0.], rtol=1e-6)
+    np.testing.assert_allclose(jax.jit(_masked_cross_entropy)(LOGITS, LABELS, MASK), loss)
+    # distrax Categorical.log_prob with zero probabilities: log(0) = -inf, masked.
+    probs = jnp.array([0.5, 0.5, 0.])
+    logits = jnp.log(probs)
+    log_prob = jnp.sum(jnp.where(jax.nn.one_hot(1, 3) > 0, jax.nn.log_softmax(logits), 0.))
+    assert float(log_prob) == pytest.approx(np.log(0.5))
+
+
+def test_eager_nan_that_reaches_a_read_value_is_reported(guards):
+    logits = jnp.log(jnp.array([0.5, 0.5, 0.]))
+    bad = jnp.sum(jax.nn.one_hot(1, 3) * jax.nn.log_softmax(logits))  # unmasked-line
+    total = bad + 1.
+    with pytest.raises(jaxguard.NaNError) as info:
+        float(total)  # nan-read-line
+    assert_where(info.value, line_of("# unmasked-line"))
+    assert info.value.op == "jnp.multiply"
+    assert line_of("# nan-read-line") in str(info.value)
+    # An array made NaN-free by a later op is fine to read.
+    assert float(jnp.nan_to_num(jnp.log(jnp.float32(-1.)), nan=0.)) == 0.
+    assert bool(jnp.isnan(jnp.log(jnp.float32(-1.))))
+
+
+def _masked_logsumexp(x, mask):
+    return jnp.sum(jnp.where(mask.any(-1), jax.nn.logsumexp(x, axis=-1, where=mask), 0.))
+
+
+def test_backward_pass_of_an_eager_grad_judges_the_gradient(guards):
+    grad = jax.grad(_masked_logsumexp)(LOGITS, MASK)
+    np.testing.assert_allclose(grad, [[0.26894143, 0.7310586, 0.], [0., 0., 0.]], rtol=1e-6)
+    # A NaN that does reach the gradient is still reported when it is read.
+    grad = jax.grad(lambda x: jnp.sum(jnp.sqrt(x)))(jnp.array([1., 0., -1.]))
+    with pytest.raises(jaxguard.NaNError):
+        str(grad)
+
+
+def test_eager_library_ops_keep_the_fast_path(guards, monkeypatch):
+    # Eager checks run after jax's C++ dispatch (its post-call hook): once compiled, an
+    # eager jnp.log call never goes through jax's Python dispatch again.
+    from jax._src import pjit
+
+    x = jnp.arange(1., 4.)
+    jnp.log(x)
+    python_calls = []
+    original = pjit._run_python_pjit
+    monkeypatch.setattr(pjit, "_run_python_pjit",
+                        lambda *a: python_calls.append(a) or original(*a))
+    for _ in range(3):
+        jnp.log(x)
+    assert python_calls == []
+    q = jnp.log(-x)  # fast-path-nan-line
+    with pytest.raises(jaxguard.NaNError) as info:
+        q.tolist()
+    assert_where(info.value, line_of("# fast-path-nan-line"))
+
+
+def test_eager_nan_closed_over_by_a_jit_is_judged_by_the_jit(guards):
+    # distrax's Categorical(probs=...) normalizes eagerly (0/0 for an all-zero row) and a
+    # jitted sampler closes over the result: jax embedding it as a constant is no read,
+    # and the jitted function masks it.
+    probs = jnp.array([[-0.1, 0.1, 0., 0.], [0.1, 0.2, 0.3, 0.4]])
+    normalized = probs / probs.sum(-1, keepdims=True)
+    sample = jax.jit(lambda: jnp.where(jnp.isnan(normalized).any(-1), -1., 1.))
+    np.testing.assert_array_equal(sample(), [-1., 1.])

@@ -69,3 +69,54 @@ def test_plugin_loads_without_jax():
             "import jaxguard.runtime as runtime\n"
             "assert runtime.NaNError and sys.modules['jax'] is None")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+OOB_TEST = """
+import jax.numpy as jnp
+
+def gather(x, i):
+    return x[i]
+
+def test_oob():
+    gather(jnp.arange(3.), jnp.array([5]))
+"""
+
+
+def test_failure_report_hides_jaxguards_frames(pytester):
+    pytester.makepyfile(test_oob_sample=OOB_TEST)
+    result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["E *OutOfBoundsError: test_oob_sample.py:4: index 5 is out of bounds*"])
+    assert "jaxguard/runtime" not in result.stdout.str()
+
+
+RECOMPILE_TESTS = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def module_level(x):
+    return x * 2
+
+def make_step(scale):
+    return jax.jit(lambda x: x * scale)
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
+def test_each_test_its_own_shape_and_factory(n):
+    module_level(jnp.ones(n))
+    make_step(2.)(jnp.ones(2))
+
+def test_within_one_test_it_warns():
+    with pytest.warns(UserWarning, match="traced and compiled 4 times"):
+        for n in range(10, 14):  # shapes no earlier test compiled
+            module_level(jnp.ones(n))
+"""
+
+
+def test_recompiles_are_counted_per_test(pytester):
+    pytester.makepyfile(test_recompile_sample=RECOMPILE_TESTS)
+    result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard", "-W",
+                                           "error::UserWarning")
+    result.assert_outcomes(passed=6)

@@ -1,5 +1,6 @@
 """Recompilation guard: warn once, at the user's call site, with the cause."""
 
+import functools
 import warnings
 
 import jax
@@ -93,3 +94,20 @@ def test_limit_is_configurable():
             warnings.simplefilter("error")
             for n in range(6):
                 f(n)
+
+
+def test_counted_per_jitted_object_not_per_definition(guards):
+    # chex's variants jit one function with other options for each variant: each is
+    # another program, compiled once.
+    def fn(x, y):
+        return x + y
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for options in ({}, {"static_argnums": 1}, {"static_argnames": "y"},
+                        {"donate_argnums": 0}, {"inline": True}):
+            jax.jit(fn, **options)(jnp.ones(2), 1.)
+        # A factory that closes over other settings makes other programs too.
+        for scale in (1., 2., 3., 4., 5.):
+            jax.jit(functools.partial(fn, y=scale))(jnp.ones(2))
+    assert not _recompile_warnings(record)

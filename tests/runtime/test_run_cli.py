@@ -1,5 +1,9 @@
 """`jaxguard run script.py`: guards on before the script runs, flags mirror enable()."""
 
+import os
+import shutil
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -71,3 +75,26 @@ def test_module_mode(tmp_path, monkeypatch, capsys):
 def test_bad_flag_value(script, capsys):
     assert main(["--transfers", "sometimes", str(script)]) == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_launcher_frames_are_not_shown(tmp_path):
+    # Run through the installed `jaxguard` console script, as a user would: the
+    # "called from" chain ends in the user's script, not in the launcher.
+    launcher = shutil.which("jaxguard", path=os.path.dirname(sys.executable))
+    if launcher is None:
+        pytest.skip("no jaxguard console script next to this python")
+    path = tmp_path / "train.py"
+    path.write_text(textwrap.dedent("""\
+        import jax.numpy as jnp
+
+        def loss(x):
+            return jnp.log(x)
+
+        print(float(loss(jnp.float32(-1.))))
+    """))
+    result = subprocess.run([launcher, "run", str(path)], capture_output=True, text=True,
+                            cwd=tmp_path, check=False)
+    assert result.returncode == 1
+    assert "train.py:4: NaN produced by `jnp.log`" in result.stderr
+    assert "called from train.py:6 (<module>)" in result.stderr
+    assert "bin/jaxguard" not in result.stderr and "jaxguard/runtime" not in result.stderr

@@ -1,0 +1,105 @@
+"""The guard never breaks a correct program: patterns from real test suites (chex, optax,
+distrax, haiku) that jaxguard once broke, each run with the guards on."""
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.experimental import checkify
+
+import jaxguard
+
+
+def _checked_double(x):
+    checkify.check(jnp.all(x > 0), "x must be positive, got {}", x)
+    return x * 2
+
+
+def test_users_own_checkify_check_inside_a_jit_is_kept(guards):
+    err, out = checkify.checkify(jax.jit(_checked_double))(jnp.array([-1., 2.]))
+    assert "x must be positive" in err.get()
+    err, out = checkify.checkify(jax.jit(_checked_double))(jnp.array([1., 2.]))
+    assert err.get() is None and out[0] == 2.
+    err, _ = jax.jit(checkify.checkify(_checked_double))(jnp.array([-1.]))
+    assert "x must be positive" in err.get()
+    with pytest.raises(checkify.JaxRuntimeError, match="x must be positive"):
+        checkify.checkify(jax.jit(_checked_double))(jnp.array([-1.]))[0].throw()
+
+
+def test_unfunctionalized_check_fails_as_in_jax(guards):
+    # Without checkify around it a `check` inside jit is an error in jax; so it stays.
+    with pytest.raises(ValueError, match="not functionalized"):
+        jax.jit(_checked_double)(jnp.array([1.]))
+
+
+def foo(x, y=2, *, z=3):
+    return x + y + z
+
+
+def _is_traceable(fn):
+    # What chex's is_traceable looks at: the type's name, or a jax wrapper's globals.
+    return "PjitFunction" in str(type(fn))
+
+
+def test_guarded_jit_looks_like_a_jitted_function(guards):
+    jitted = jax.jit(foo)
+    assert isinstance(jitted, jaxguard.runtime.jitwrap.GuardedPjitFunction)
+    assert str(inspect.signature(jitted, follow_wrapped=False)) == "(x, y=2, *, z=3)"
+    assert jitted.__wrapped__ is foo
+    assert jitted.__name__ == "foo" and jitted.__doc__ == foo.__doc__
+    assert _is_traceable(jitted) and not _is_traceable(foo)
+    bound = inspect.signature(jitted, follow_wrapped=False).bind(1., z=4)
+    assert float(jitted(*bound.args, **bound.kwargs)) == 7.
+
+
+def test_traced_once_per_compilation_like_jax(guards):
+    # chex.assert_max_traces counts calls of the Python function with tracers.
+    traces = []
+
+    @jax.jit
+    def f(x):
+        traces.append(1)
+        return x * 2
+
+    for _ in range(3):
+        f(jnp.ones(2))
+    assert len(traces) == 1
+    # Nested in another jit, under an eager grad or vmap (batched alarms make jaxguard
+    # run its locating twin), lowered: the same trace serves, as in jax.
+    jax.jit(lambda x: f(x) + 1)(jnp.ones(2))
+    jax.grad(lambda x: f(x).sum())(jnp.ones(2))
+    jax.vmap(f)(jnp.ones((4, 2)))
+    f.lower(jnp.ones(2))
+    assert len(traces) == 1
+    f(jnp.ones(3))
+    assert len(traces) == 2
+
+
+def _loss(v):
+    return jnp.sum(v ** 2)
+
+
+def test_transforms_of_a_guarded_jit_inside_loop_and_cond_bodies(guards):
+    f = jax.jit(_loss)
+    x = jnp.ones(3)
+    out = lax.fori_loop(0, 3, lambda i, v: v - 0.1 * jax.grad(f)(v), x)
+    np.testing.assert_allclose(out, 0.512 * np.ones(3), rtol=1e-6)
+    out = lax.while_loop(lambda c: c[0] < 2,
+                         lambda c: (c[0] + 1, c[1] - 0.1 * jax.grad(f)(c[1])), (0, x))[1]
+    np.testing.assert_allclose(out, 0.64 * np.ones(3), rtol=1e-6)
+    out = lax.cond(True, lambda v: jax.jvp(f, (v,), (v,))[1], lambda v: 0., x)
+    assert float(out) == 6.
+    _, ys = lax.scan(lambda c, v: (c, jax.vmap(jax.grad(f))(v[None])[0]), 0., x[:, None])
+    np.testing.assert_allclose(ys, 2 * np.ones((3, 1)))
+    out = jax.jit(lambda v: lax.fori_loop(0, 2, lambda i, w: w - 0.1 * jax.grad(f)(w), v))(x)
+    np.testing.assert_allclose(out, 0.64 * np.ones(3), rtol=1e-6)
+
+
+def test_pmap_of_indexing(guards):
+    out = jax.pmap(lambda x: x[jnp.argmax(x)])(jnp.ones((1, 3)))
+    np.testing.assert_array_equal(out, [1.])
+    out = jax.pmap(lambda x: jnp.take(x, jnp.argmin(x)))(jnp.arange(3.)[None])
+    np.testing.assert_array_equal(out, [0.])
