@@ -259,6 +259,73 @@ def test_a_callee_that_keeps_the_key_consumes_it():
     assert "JG601" in found(source)
 
 
+HAIKU_APPLY = """
+import functools
+import haiku as hk
+import jax
+
+def check(x):
+    rng = jax.random.PRNGKey(42)
+    f = hk.transform(lambda x: hk.Linear(3)(x))
+    params = f.init(rng, x)
+    out = f.apply(params, rng, x)
+    jitted = jax.jit(f.apply)(params, rng, x)
+    apply_fn = functools.partial(f.apply, params)
+    again = jax.jit(apply_fn)(rng, x)
+    return out, jitted, again
+"""
+
+
+def test_a_key_handed_to_haiku_apply_is_no_reuse_as_the_model_may_draw_nothing():
+    # Haiku's apply takes the key whether or not the model has dropout; init then apply with
+    # one key is the idiom of Haiku's own documentation
+    assert not [c for c in found(HAIKU_APPLY) if c.startswith("JG60")]
+    # a certain draw after it is still judged against the certain one before it (init)
+    drawn = HAIKU_APPLY.replace("    return out, jitted, again", "    noise = jax.random.normal(rng, x.shape)\n    return noise")
+    assert found(drawn).count("JG601") == 1
+    # the same key to apply in every step of a loop: the same dropout mask every step
+    looped = """
+    import haiku as hk
+    import jax
+
+    def train(f, params, batches):
+        rng = jax.random.PRNGKey(0)
+        for batch in batches:
+            params = f.apply(params, rng, batch)
+        return params
+    """
+    assert "JG603" in found(looped)
+    # without Haiku, `.apply(params, key, x)` is some other library's call that takes the key
+    flax_like = HAIKU_APPLY.replace("import haiku as hk\n", "").replace("hk.transform(lambda x: hk.Linear(3)(x))", "make()")
+    assert "JG601" in found(flax_like)
+
+
+def test_the_two_arms_of_a_conditional_expression_are_one_draw():
+    source = """
+    import jax
+
+    def sample(key, shape, is_int):
+        x = jax.random.randint(key, shape, 0, 2) if is_int else jax.random.normal(key, shape)
+        return x
+    """
+    assert "JG601" not in found(source)
+    after = source.replace("        return x", "        y = jax.random.uniform(key, shape)\n        return x, y")
+    assert "JG601" in found(textwrap.dedent(after))
+    both = source.replace("if is_int else jax.random.normal(key, shape)", "+ jax.random.normal(key, shape)")
+    assert "JG601" in found(textwrap.dedent(both))
+
+
+def test_messages_name_the_transform_that_compiles():
+    source = """
+    import jax
+
+    def size(x):
+        return jax.pmap(lambda v: jax.lax.psum(v, "i"), "i")(x)
+    """
+    (finding,) = [d for d in lint(source) if d.code == "JG112"]
+    assert finding.message.startswith("jax.pmap of a lambda called straight away")
+
+
 # recall gaps from the Sharp Bits' "jit with methods" ------------------------------------------
 
 METHOD = """

@@ -8,6 +8,8 @@ Passing a key is not consuming it when the call only traces abstractly (`eval_sh
 `make_jaxpr`, `.lower(...)`), or when the callee is a function of the module that never
 consumes that parameter (it ignores it, or first re-derives it with `fold_in`): the same
 flow, run on the callee, says so. Bodies that only abstract evaluations trace draw nothing.
+A key given to a Haiku `apply` may draw nothing (the model may have no stochastic layer):
+such a use is never paired with another. Only one arm of `a if c else b` runs.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ class Use:
     consumer: str
     is_split: bool
     statement: cst.CSTNode | None
+    # handed to a Haiku `apply`, which draws from it only if the model has stochastic
+    # layers (dropout): a possible consumption, never reported as a reuse either way
+    maybe: bool = False
 
 
 @dataclass
@@ -230,9 +235,17 @@ class KeyFlow:
                 return f"{node.value.value}[{literal_int(index.value)}]"
         return None
 
-    def _expression(self, node: cst.BaseExpression, state: _State) -> None:
-        for call, shadowed in _calls_in_evaluation_order(node):
-            self._call(call, state, shadowed)
+    def _expression(self, node: cst.BaseExpression, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
+        for item, inner in _calls_in_evaluation_order(node):
+            if isinstance(item, cst.IfExp):  # `a if c else b`: one arm runs, as for `if`
+                self._expression(item.test, state, shadowed | inner)
+                then, other = state.copy(), state.copy()
+                self._expression(item.body, then, shadowed | inner)
+                self._expression(item.orelse, other, shadowed | inner)
+                joined = _join(then, other)
+                state.consumed, state.rebound = joined.consumed, joined.rebound
+            else:
+                self._call(item, state, shadowed | inner)
 
     def _call(self, call: cst.Call, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
         name = self.facts.qualname(call.func, self.scope)
@@ -258,11 +271,13 @@ class KeyFlow:
         if PREDICATE.match(consumer.rsplit(".", 1)[-1]):
             return  # `is_prng_key(key)`, `check_key(key)`: looking is not drawing
         callee = self.facts.function_for(call.func, self.scope)
+        haiku_apply = self._is_haiku_apply(call.func)
         for key, arg, node in found:
             param = _receiving_param(self.facts, callee, call, arg) if callee is not None and node is arg.value else None
             if param is not None and not consumes_param(self.facts, callee, param):
                 continue  # the callee ignores it, or re-derives it with fold_in
-            self._consume(key, node, consumer, False, state)
+            maybe = haiku_apply and arg.keyword is None and node is arg.value
+            self._consume(key, node, consumer, False, state, maybe)
 
     def _passed_keys(self, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
         """Known keys an argument passes: itself, or items of a literal tuple, list or dict
@@ -293,20 +308,40 @@ class KeyFlow:
         code = cst.Module([]).code_for_node
         return code(first.body[0]).strip() == code(second.body[0]).strip()  # type: ignore[union-attr]
 
+    def _is_haiku_apply(self, func: cst.BaseExpression, depth: int = 0) -> bool:
+        """`f.apply`, in a module that imports Haiku, as called or through wrappers that take
+        it first (`jax.jit(f.apply)`, `partial(f.apply, params)`, a name only ever bound to one)."""
+        if depth > 4 or not self.facts.imports_haiku:
+            return False
+        if isinstance(func, cst.Attribute):
+            return func.attr.value == "apply"
+        if isinstance(func, cst.Call):
+            wrapped = positional(func)
+            return bool(wrapped) and self._is_haiku_apply(wrapped[0], depth + 1)
+        if isinstance(func, cst.Name):
+            owner = self.scope.lookup(func.value)
+            values = owner.values.get(func.value, []) if owner is not None else []
+            return bool(values) and all(v is not None and self._is_haiku_apply(v, depth + 1) for v in values)
+        return False
+
     def _describe(self, call: cst.Call) -> str:
         try:
             return cst.Module([]).code_for_node(call.func).strip()
         except Exception:
             return "a function"
 
-    def _consume(self, key: str, node, consumer: str, is_split: bool, state: _State) -> None:
-        use = Use(key, node, consumer, is_split, self.statement)
+    def _consume(self, key: str, node, consumer: str, is_split: bool, state: _State, maybe: bool = False) -> None:
+        use = Use(key, node, consumer, is_split, self.statement, maybe)
         base = key.split("[")[0]
         if base == self.key_param and base not in state.rebound:
             self.param_consumed = True
         previous = state.consumed.get(key)
         if previous is not None and self._repeated_split(previous, use):
             return  # the same split line twice: the first results are rebound unused
+        if previous is not None and (previous.maybe or use.maybe):
+            if previous.maybe and not use.maybe:
+                state.consumed[key] = use  # a later use is judged against a certain one
+            return
         if previous is not None:
             self.findings.append(Finding("JG602" if previous.is_split else "JG601", use, previous))
         else:
@@ -419,13 +454,18 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
 class _CallCollector(Visitor):
-    """Calls inner before outer, left to right, with the names comprehensions rebind there."""
+    """Calls inner before outer, left to right, with the names comprehensions rebind there.
+    A conditional expression is one item, not entered: only one of its arms runs."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[cst.Call, frozenset[str]]] = []
+        self.calls: list[tuple[cst.Call | cst.IfExp, frozenset[str]]] = []
         self.shadowed: list[frozenset[str]] = [frozenset()]
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_IfExp(self, node: cst.IfExp) -> bool:
+        self.calls.append((node, self.shadowed[-1]))
         return False
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -444,9 +484,10 @@ class _CallCollector(Visitor):
             self.shadowed.pop()
 
 
-def _calls_in_evaluation_order(node: cst.CSTNode) -> list[tuple[cst.Call, frozenset[str]]]:
+def _calls_in_evaluation_order(node: cst.CSTNode) -> list[tuple[cst.Call | cst.IfExp, frozenset[str]]]:
     """Calls in an expression, inner before outer, left to right, each with the names that
-    enclosing comprehensions rebind there; lambdas are not entered."""
+    enclosing comprehensions rebind there; lambdas are not entered, conditional expressions
+    are items of their own."""
     collector = _CallCollector()
     walk(node, collector)
     return collector.calls
@@ -502,7 +543,15 @@ class KeyReuse(_KeyRule):
     name = "prng-key-reuse"
     summary = "A PRNG key used twice gives the same random numbers twice"
     message = "PRNG key '{key}' is used again: it was already consumed by {previous}; split it and use a fresh subkey"
-    what = "Flags a PRNG key consumed twice (by `jax.random` samplers or by functions it is passed to) with no `split` rebinding it in between, on some path."
+    what = """
+        Flags a PRNG key consumed twice (by `jax.random` samplers or by functions it is passed
+        to) with no `split` rebinding it in between, on some path. Not a consumption: abstract
+        evaluations (`eval_shape`, `make_jaxpr`, `.lower()`), `clone`, a callee of the module
+        that ignores its key or re-derives it with `fold_in`. A key given to a Haiku `apply`
+        (in a module that imports Haiku) is drawn from only if the model has stochastic layers,
+        which the linter cannot see: it is never paired with another use, though the same key
+        given to `apply` in every iteration of a loop is still JG603.
+    """
     why = """
         JAX's random functions do not advance any state: the same key gives the same numbers.
         Two draws from one key are perfectly correlated, which silently breaks dropout masks,
@@ -558,6 +607,11 @@ class KeyReuse(_KeyRule):
         # a function given to eval_shape: its body never runs on real values
         "import jax\ndef structure(fns):\n    def get_tree():\n        rng = jax.random.PRNGKey(42)\n"
         "        params = fns.init(rng)\n        return fns.apply(params, rng)\n    return jax.eval_shape(get_tree)\n",
+        # Haiku's apply takes a key whether or not the model draws from it (Haiku's own idiom)
+        "import haiku as hk\nimport jax\ndef run(f, x):\n    rng = jax.random.PRNGKey(42)\n"
+        "    params = f.init(rng, x)\n    return jax.jit(f.apply)(params, rng, x)\n",
+        # only one arm of a conditional expression runs
+        "import jax\ndef sample(key, is_int):\n    return jax.random.randint(key, (2,), 0, 2) if is_int else jax.random.normal(key, (2,))\n",
     )
 
     def describe(self, finding: Finding) -> str:
@@ -770,4 +824,10 @@ def _passed_calls(value: cst.BaseExpression) -> list[cst.Call]:
 
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    return [call for call, _ in _calls_in_evaluation_order(node)]
+    calls = []
+    for item, _ in _calls_in_evaluation_order(node):
+        if isinstance(item, cst.IfExp):
+            calls += [call for part in (item.test, item.body, item.orelse) for call in _calls_in(part)]
+        else:
+            calls.append(item)
+    return calls

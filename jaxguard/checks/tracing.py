@@ -786,7 +786,8 @@ class JitInLoop(Rule):
                 if new_object:
                     self._report(
                         built,
-                        f"jax.jit of {new_object} built and called inside a loop: a new function object every iteration",
+                        f"{self._transform_name(built)} of {new_object} built and called inside a loop: "
+                        "a new function object every iteration",
                         function=self._function_node(built),
                     )
                 else:
@@ -803,7 +804,8 @@ class JitInLoop(Rule):
             if fresh and ctx.function is not None and not _in_test_or_main(ctx.function, ctx.path):
                 self._report(
                     built,
-                    f"jax.jit of {fresh} called straight away: traces and compiles on every call of the enclosing function",
+                    f"{self._transform_name(built)} of {fresh} called straight away: a new function object on "
+                    "every call of the enclosing function",
                     per_call=True,
                 )
             return
@@ -812,7 +814,7 @@ class JitInLoop(Rule):
             if new_object:
                 self._report(
                     node,
-                    f"jax.jit of {new_object} inside a loop: a new function object each iteration",
+                    f"{self._transform_name(node)} of {new_object} inside a loop: a new function object each iteration",
                     function=self._function_node(node),
                 )
 
@@ -867,6 +869,11 @@ class JitInLoop(Rule):
         if value is None or receiver in names_in(value):
             return None  # `buffer = jax.jit(buffer.insert)(x)`: state carried across iterations
         return value
+
+    def _transform_name(self, call: cst.Call) -> str:
+        """How the messages name the compiling transform: `jax.jit`, `jax.pmap`, ..."""
+        found = self.ctx.facts.transform_of(call.func, self.ctx.scope)
+        return (found[0] if found is not None else self.ctx.qualname(call.func)) or "jax.jit"
 
     def _is_jit(self, call: cst.Call) -> bool:
         """A compiling transform applied to a function (not make_jaxpr, which traces on purpose)."""

@@ -741,6 +741,12 @@ class ModuleFacts:
     def module_scope(self) -> Scope:
         return self.scopes[self.module]
 
+    @property
+    def imports_haiku(self) -> bool:
+        """The module imports Haiku at its top level (whose `f.apply(params, rng, x)` takes
+        a key whether or not the model draws from it)."""
+        return any(q == "haiku" or q.startswith("haiku.") for q in self.module_scope.imports.values())
+
     # name resolution ---------------------------------------------------------
     def qualname(self, node: cst.BaseExpression, scope: Scope, _depth: int = 0) -> str | None:
         """The qualified name `node` refers to (`jnp.sum` -> `jax.numpy.sum`), or None."""
