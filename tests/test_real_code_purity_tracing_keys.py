@@ -300,6 +300,28 @@ def test_a_key_handed_to_haiku_apply_is_no_reuse_as_the_model_may_draw_nothing()
     assert "JG601" in found(flax_like)
 
 
+def test_side_streams_of_a_flax_init_are_possible_draws():
+    # the target network starts equal to the online one: the "params" key is drawn twice
+    # (reported), the dropout key only feeds init's discarded forward pass (not reported)
+    source = """
+    import jax
+
+    def build(qf, obs):
+        key = jax.random.PRNGKey(0)
+        qf_key, dropout_key = jax.random.split(key)
+        online = qf.init({"params": qf_key, "dropout": dropout_key}, obs)
+        target = qf.init({"params": qf_key, "dropout": dropout_key}, obs)
+        return online, target
+    """
+    (finding,) = [d for d in lint(source) if d.code.startswith("JG60")]
+    assert finding.code == "JG601" and "'qf_key'" in finding.message
+    # a side-stream key drawn for real afterwards is still a reuse of a certain draw
+    drawn = source.replace("        return online, target", "        noise = jax.random.normal(dropout_key)\n        return noise")
+    assert not [d for d in lint(drawn) if "'dropout_key'" in d.message]
+    sampled = drawn.replace("jax.random.normal(dropout_key)", "jax.random.normal(dropout_key) + jax.random.uniform(dropout_key)")
+    assert [d for d in lint(sampled) if "'dropout_key'" in d.message]
+
+
 def test_the_two_arms_of_a_conditional_expression_are_one_draw():
     source = """
     import jax

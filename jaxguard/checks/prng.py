@@ -8,8 +8,8 @@ Passing a key is not consuming it when the call only traces abstractly (`eval_sh
 `make_jaxpr`, `.lower(...)`), or when the callee is a function of the module that never
 consumes that parameter (it ignores it, or first re-derives it with `fold_in`): the same
 flow, run on the callee, says so. Bodies that only abstract evaluations trace draw nothing.
-A key given to a Haiku `apply` may draw nothing (the model may have no stochastic layer):
-such a use is never paired with another. Only one arm of `a if c else b` runs.
+A key given to a Haiku `apply` or a side stream of a Flax `init` may draw nothing (the
+model may have no stochastic layer): such a use is never paired with another. Only one arm of `a if c else b` runs.
 """
 
 from __future__ import annotations
@@ -19,7 +19,16 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxguard.lint.facts import LAX_LOOPS, ModuleFacts, Scope, assigned_names, literal_int, positional, target_name_nodes
+from jaxguard.lint.facts import (
+    LAX_LOOPS,
+    ModuleFacts,
+    Scope,
+    assigned_names,
+    literal_int,
+    literal_str,
+    positional,
+    target_name_nodes,
+)
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.walk import Visitor, walk
 
@@ -45,8 +54,9 @@ class Use:
     consumer: str
     is_split: bool
     statement: cst.CSTNode | None
-    # handed to a Haiku `apply`, which draws from it only if the model has stochastic
-    # layers (dropout): a possible consumption, never reported as a reuse either way
+    # handed to a Haiku `apply` (which draws from it only if the model has stochastic
+    # layers) or to a side stream of a Flax `init`: a possible consumption, never
+    # reported as a reuse either way
     maybe: bool = False
 
 
@@ -272,11 +282,12 @@ class KeyFlow:
             return  # `is_prng_key(key)`, `check_key(key)`: looking is not drawing
         callee = self.facts.function_for(call.func, self.scope)
         haiku_apply = self._is_haiku_apply(call.func)
+        side_streams = _init_side_streams(call)
         for key, arg, node in found:
             param = _receiving_param(self.facts, callee, call, arg) if callee is not None and node is arg.value else None
             if param is not None and not consumes_param(self.facts, callee, param):
                 continue  # the callee ignores it, or re-derives it with fold_in
-            maybe = haiku_apply and arg.keyword is None and node is arg.value
+            maybe = (haiku_apply and arg.keyword is None and node is arg.value) or id(node) in side_streams
             self._consume(key, node, consumer, False, state, maybe)
 
     def _passed_keys(self, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
@@ -373,6 +384,22 @@ def _forget(state: _State, name: str) -> None:
     for key in [k for k in state.consumed if k == name or k.startswith(name + "[")]:
         del state.consumed[key]
     state.rebound.add(name)
+
+
+def _init_side_streams(call: cst.Call) -> set[int]:
+    """The keys of `model.init({"params": k1, "dropout": k2}, x)` given to streams other
+    than "params": Flax's init draws the parameters from "params"; a dropout stream only
+    changes the forward output that init throws away, and a stream no module asks for
+    (`make_rng`) is never drawn. Possible draws, as a Haiku apply's key is."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "init"):
+        return set()
+    return {
+        id(element.value)
+        for arg in call.args
+        if isinstance(arg.value, cst.Dict)
+        for element in arg.value.elements
+        if isinstance(element, cst.DictElement) and literal_str(element.key) not in (None, "params")
+    }
 
 
 def _is_clone(func: cst.BaseExpression) -> bool:
@@ -550,7 +577,8 @@ class KeyReuse(_KeyRule):
         that ignores its key or re-derives it with `fold_in`. A key given to a Haiku `apply`
         (in a module that imports Haiku) is drawn from only if the model has stochastic layers,
         which the linter cannot see: it is never paired with another use, though the same key
-        given to `apply` in every iteration of a loop is still JG603.
+        given to `apply` in every iteration of a loop is still JG603. Likewise a key given to
+        a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`).
     """
     why = """
         JAX's random functions do not advance any state: the same key gives the same numbers.
