@@ -11,7 +11,9 @@ jax's own warnings (a float64 dtype without x64) still name the user's line.
 
 Not consuming: `fold_in` (deriving many keys from one base key with different data is
 the intended use), `clone`, `key_data`, `wrap_key_data`, `key_impl`, constructors, and
-jax.random functions calling each other (bernoulli -> uniform is one use).
+jax.random functions calling each other (bernoulli -> uniform is one use). Nor is any use
+while `jax.eval_shape` or `jax.make_jaxpr` traces: an abstract evaluation draws no numbers
+(Haiku's summaries run the user's function twice under one, with one key).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 import weakref
 
 import jax
-from jax._src import core
+from jax._src import api, core
 from jax._src.random import core as random_core
 
 from jaxguard.runtime.errors import (
@@ -46,9 +48,24 @@ def _is_key(value) -> bool:
     return isinstance(value, (jax.Array, core.Tracer))
 
 
+_API_FILE = api.__file__
+_ABSTRACT_EVALUATIONS = frozenset({"eval_shape", "make_jaxpr_f"})  # the functions that trace
+
+
+def _in_abstract_evaluation() -> bool:
+    """Is this trace one of `jax.eval_shape` or `jax.make_jaxpr` (shapes only, nothing runs)?"""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in _ABSTRACT_EVALUATIONS and code.co_filename == _API_FILE:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def consume(key, what: str) -> None:
     """Mark `key` consumed by `what`; raise KeyReuseError if it was consumed before."""
-    if not _is_key(key):
+    if not _is_key(key) or (isinstance(key, core.Tracer) and _in_abstract_evaluation()):
         return
     stack = user_stack()
     ident = id(key)

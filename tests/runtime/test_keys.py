@@ -52,6 +52,21 @@ def test_reuse_inside_jit(guards):
     assert_where(info.value, line_of("# jit-reuse-line"))
 
 
+def test_abstract_evaluations_draw_nothing(guards):
+    # Haiku's summaries run the user's function twice under one eval_shape, with one key
+    def twice(key, x):
+        return jax.random.normal(key, x.shape) + jax.random.uniform(key, x.shape)
+
+    x = jnp.ones(3)
+    assert jax.eval_shape(twice, jax.random.PRNGKey(0), x).shape == (3,)
+    assert jax.make_jaxpr(twice)(jax.random.key(0), x).eqns
+    # a real run of the same function is still a reuse, jitted or not
+    with pytest.raises(jaxguard.KeyReuseError):
+        jax.jit(twice)(jax.random.PRNGKey(0), x)
+    with pytest.raises(jaxguard.KeyReuseError):
+        twice(jax.random.PRNGKey(0), x)
+
+
 def test_same_key_passed_twice_to_a_jitted_function(guards):
     sample = jax.jit(lambda key: jax.random.normal(key, (2,)))
     key = jax.random.PRNGKey(2)
