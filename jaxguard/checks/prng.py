@@ -9,7 +9,8 @@ Passing a key is not consuming it when the call only traces abstractly (`eval_sh
 consumes that parameter (it ignores it, or first re-derives it with `fold_in`): the same
 flow, run on the callee, says so. Bodies that only abstract evaluations trace draw nothing.
 A key given to a Haiku `apply` or a side stream of a Flax `init` may draw nothing (the
-model may have no stochastic layer): such a use is never paired with another. Only one arm of `a if c else b` runs.
+model may have no stochastic layer): such a use is never paired with another. Only one
+arm of `a if c else b` runs.
 """
 
 from __future__ import annotations

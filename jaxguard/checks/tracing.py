@@ -870,18 +870,14 @@ class JitInLoop(Rule):
             return None  # `buffer = jax.jit(buffer.insert)(x)`: state carried across iterations
         return value
 
-    def _transform_name(self, call: cst.Call) -> str:
-        """How the messages name the compiling transform: `jax.jit`, `jax.pmap`, ..."""
+    def _transform_name(self, call: cst.Call) -> str | None:
+        """The transform `call` applies (`jax.jit`, `jax.pmap`, ...), as messages name it."""
         found = self.ctx.facts.transform_of(call.func, self.ctx.scope)
-        return (found[0] if found is not None else self.ctx.qualname(call.func)) or "jax.jit"
+        return found[0] if found is not None else self.ctx.qualname(call.func)
 
     def _is_jit(self, call: cst.Call) -> bool:
         """A compiling transform applied to a function (not make_jaxpr, which traces on purpose)."""
-        if call not in self.ctx.facts.jit_calls:
-            return False
-        found = self.ctx.facts.transform_of(call.func, self.ctx.scope)
-        name = found[0] if found is not None else self.ctx.qualname(call.func)
-        return name in JIT_TRANSFORMS
+        return call in self.ctx.facts.jit_calls and self._transform_name(call) in JIT_TRANSFORMS
 
     def _fresh_function(self, call: cst.Call) -> str:
         args = positional(call)
