@@ -12,6 +12,7 @@ __tracebackhide__ = True  # pytest: errors raised here show the user's frames on
 
 import functools
 import threading
+import weakref
 from collections import OrderedDict
 
 import jax
@@ -36,8 +37,14 @@ active = False
 errors: frozenset = frozenset()  # jaxguard checkify error classes to check
 recompile_limit: int | None = None
 
-_CACHE_SIZE = 1024
-_cache: OrderedDict = OrderedDict()  # (fun, jit options) -> GuardedPjitFunction
+# (fun, jit options) -> GuardedPjitFunction, held weakly: a guarded function (its twins and
+# their compiled code) lives as long as the program holds it, as a plain jax.jit does. A
+# cache that held them all kept every test's executables alive until XLA's compiler ran
+# out of memory maps (a segfault after ~2,000 tests of optax). The most recent ones are
+# held strongly, so that `jax.jit(f)(x)` in a loop finds its twin again.
+_RECENT_SIZE = 64
+_cache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_recent: OrderedDict = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -335,12 +342,12 @@ def make_jit(original_jit):
             return GuardedPjitFunction(fun, jit_kwargs, original_jit)
         with _cache_lock:
             guarded = _cache.get(key)
-            if guarded is not None:
-                _cache.move_to_end(key)
-                return guarded
-            guarded = _cache[key] = GuardedPjitFunction(fun, jit_kwargs, original_jit)
-            if len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
+            if guarded is None:
+                guarded = _cache[key] = GuardedPjitFunction(fun, jit_kwargs, original_jit)
+            _recent[key] = guarded
+            _recent.move_to_end(key)
+            if len(_recent) > _RECENT_SIZE:
+                _recent.popitem(last=False)
         return guarded
 
     functools.update_wrapper(jit, original_jit)

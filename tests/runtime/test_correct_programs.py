@@ -103,3 +103,32 @@ def test_pmap_of_indexing(guards):
     np.testing.assert_array_equal(out, [1.])
     out = jax.pmap(lambda x: jnp.take(x, jnp.argmin(x)))(jnp.arange(3.)[None])
     np.testing.assert_array_equal(out, [0.])
+
+
+def test_a_guarded_function_lives_as_long_as_the_program_holds_it(guards):
+    # Holding every guarded function kept every test's compiled code alive, until XLA ran
+    # out of memory maps and crashed (optax's and distrax's suites under --jaxguard).
+    import gc
+    import weakref
+
+    from jaxguard.runtime import jitwrap
+
+    x = jnp.ones(2)
+    f = jax.jit(lambda v: v + 1.0)
+    f(x)
+    released = weakref.ref(f)
+    del f
+    for i in range(jitwrap._RECENT_SIZE + 1):
+        jax.jit(lambda v, i=i: v * i)(x)
+    gc.collect()
+    assert released() is None
+    # a function jitted again and again in a loop still finds its compiled twin
+    traces = []
+
+    def step(v):
+        traces.append(1)
+        return v + 1.0
+
+    for _ in range(3):
+        x = jax.jit(step)(x)
+    assert len(traces) == 1
