@@ -15,6 +15,8 @@ import sys
 import pytest
 
 _SESSION_KEY = pytest.StashKey[bool]()
+_TESTS_RUN = pytest.StashKey[int]()
+_MAPS_CHECKED_EVERY = 100  # tests
 
 
 def pytest_addoption(parser):
@@ -41,6 +43,25 @@ def pytest_runtest_setup(item):
     recompile = sys.modules.get("jaxguard.runtime.recompile")
     if recompile is not None:
         recompile.reset()
+    if item.config.stash.get(_SESSION_KEY, False):
+        run = item.config.stash[_TESTS_RUN] = item.config.stash.get(_TESTS_RUN, 0) + 1
+        if run % _MAPS_CHECKED_EVERY == 0 and _memory_maps_crowded():
+            # Every compiled program holds memory maps (guarded functions hold about twice
+            # a plain jit's); a session of thousands of tests that keep their jitted
+            # functions reaches the kernel's limit, where XLA's compiler crashes.
+            sys.modules["jax"].clear_caches()
+
+
+def _memory_maps_crowded() -> bool:
+    """Linux: does this process use over half of its memory maps (vm.max_map_count)?"""
+    try:
+        with open("/proc/sys/vm/max_map_count") as limit_file:
+            limit = int(limit_file.read())
+        with open("/proc/self/maps", "rb") as maps:
+            used = sum(1 for _ in maps)
+    except (OSError, ValueError):
+        return False
+    return used > limit // 2
 
 
 def pytest_unconfigure(config):

@@ -120,3 +120,39 @@ def test_recompiles_are_counted_per_test(pytester):
     result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard", "-W",
                                            "error::UserWarning")
     result.assert_outcomes(passed=6)
+
+
+CROWDED_TESTS = """
+import jax
+import jaxguard.runtime.pytest_plugin as plugin
+
+plugin._MAPS_CHECKED_EVERY = 1
+plugin._memory_maps_crowded = lambda: True  # as if near vm.max_map_count
+traces = []
+
+@jax.jit
+def module_level(x):
+    traces.append(1)
+    return x * 2
+
+def test_first():
+    module_level(1.)
+
+def test_second_after_the_caches_were_cleared():
+    module_level(1.)
+    assert len(traces) == 2
+"""
+
+
+def test_compiled_code_is_released_when_memory_maps_run_short(pytester):
+    # Thousands of tests that keep their jitted functions reach the kernel's limit on
+    # memory maps, where XLA's compiler crashes (distrax's suite under --jaxguard).
+    pytester.makepyfile(test_crowded_sample=CROWDED_TESTS)
+    result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard")
+    result.assert_outcomes(passed=2)
+
+
+def test_memory_maps_are_counted_on_linux():
+    from jaxguard.runtime.pytest_plugin import _memory_maps_crowded
+
+    assert _memory_maps_crowded() is False  # a test process is far from the limit
