@@ -132,16 +132,18 @@ class GuardedPjitFunction:
             except GuardError:
                 raise  # found while tracing (key reuse)
             except Exception as exc:
-                if not per_op_errors or locating:
+                if locating:
                     raise  # the locating call reports that it could not locate
-                # checkify cannot instrument everything (shard_map, pmap inside jit on
-                # jax 0.10): run without per-op checks. A bug in the user's code raises
-                # again here, unchanged.
-                err, out = ck.checkify(body, errors=frozenset())(dyn_args)
-                warn_at_user(f"jaxguard could not add on-device checks to "
-                             f"{self._name()}() ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0][:120]}); it runs with its "
-                             f"outputs checked for NaN only.", RuntimeWarning)
+                # checkify cannot transform everything (shard_map, pmap inside jit, a
+                # while loop under vmap, on jax 0.10), even with no error classes: run
+                # the function as jax would. A bug in the user's code raises again here,
+                # unchanged.
+                err, out = ck.init_error, body(dyn_args)
+                if per_op_errors:
+                    warn_at_user(f"jaxguard could not add on-device checks to "
+                                 f"{self._name()}() ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0][:120]}); it runs with its "
+                                 f"outputs checked for NaN only.", RuntimeWarning)
         # Outside checkify: jaxguard's own reductions are not the user's ops. The locating
         # twin tests every value exactly; the fast one reduces each output to a sum (NaN
         # also for +inf and -inf together, confirmed on the host after an alarm).
