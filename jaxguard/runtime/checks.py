@@ -255,8 +255,27 @@ def _any(pred_fn, vals):
     return functools.reduce(jnp.logical_or, preds) if preds else jnp.bool_(False)
 
 
+class ZeroProduced(_GuardException):
+    """Not an error but a mode of the rules: with this class enabled, every NaN (Inf) an
+    op produces from NaN-free (finite) inputs is replaced by 0. Comparing the outputs of
+    such a run with the real ones tells whether a NaN an op made reaches an output, or
+    only a NaN constant or input does (`where(a > 1, (a - 1) / (a - 1), nan)` at a=1)."""
+
+
+def _zero_produced(ins, value):
+    if not hasattr(value, "dtype") or not dtypes.issubdtype(value.dtype, np.inexact):
+        return value
+    value = jnp.where(jnp.isnan(value) & ~_any(jnp.isnan, ins), 0, value)
+    return jnp.where(jnp.isinf(value) & _all_finite(ins), 0, value)
+
+
 def _nan_inf_rule(prim, base_rule, error, enabled, *in_vals, **params):
     error, out = base_rule(error, enabled, *in_vals, **params)
+    if ZeroProduced in enabled:
+        ins = _float_leaves(in_vals)
+        if prim.multiple_results:
+            return error, [_zero_produced(ins, o) for o in out]
+        return error, _zero_produced(ins, out)
     outs = _float_leaves(out if prim.multiple_results else [out])
     if not outs or not enabled & {GuardNaN, GuardInf}:
         return error, out
@@ -410,7 +429,7 @@ def _bind_rule(prim):
 
 
 _saved_rules: dict = {}
-_OURS = frozenset({GuardNaN, GuardInf, GuardOOB})
+_OURS = frozenset({GuardNaN, GuardInf, GuardOOB, ZeroProduced})
 
 
 def install() -> None:

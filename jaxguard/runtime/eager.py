@@ -84,14 +84,29 @@ def _is_inexact(dtype) -> bool:
     return jnp.issubdtype(dtype, jnp.inexact)
 
 
+def _is_float_array(value) -> bool:
+    return isinstance(value, array_impl.ArrayImpl) and _is_inexact(value.dtype)
+
+
 def _float_arrays(values):
-    return [v for v in values if isinstance(v, array_impl.ArrayImpl) and _is_inexact(v.dtype)]
+    return [v for v in values if _is_float_array(v)]
+
+
+def _host_floats(values) -> list[np.ndarray]:
+    """The inexact values among a call's inputs, on the host: jax and NumPy arrays and
+    Python floats (the `jnp.nan` of `jnp.where(mask, x, jnp.nan)` is an input NaN)."""
+    return [_host(v) if isinstance(v, array_impl.ArrayImpl) else np.asarray(v)
+            for v in values
+            if isinstance(v, (float, complex)) or (isinstance(
+                v, (array_impl.ArrayImpl, np.ndarray, np.generic)) and _is_inexact(v.dtype))]
+
+
+def _bad_mask(value: np.ndarray) -> np.ndarray:
+    return ~np.isfinite(value) if _settings["infs"] else np.isnan(value)
 
 
 def _bad(value: np.ndarray) -> bool:
-    if _settings["infs"]:
-        return not np.isfinite(value).all()
-    return bool(np.isnan(value).any())
+    return bool(_bad_mask(value).any())
 
 
 def _mark_of(values):
@@ -115,7 +130,7 @@ def _mark(array, error) -> None:
         _marked[ident] = (weakref.ref(array, forget), error)
 
 
-def _judge(op: str | None, inputs, outputs, site) -> None:
+def _judge(op: str | None, inputs, outputs, site, rerun) -> None:
     """Mark the outputs that hold a NaN (Inf) made here or passed on from a marked input.
     `op` None: the function only passes marks on (it is not one of jax's own)."""
     error = _mark_of(inputs) if _marked else None
@@ -125,11 +140,27 @@ def _judge(op: str | None, inputs, outputs, site) -> None:
     if not outs:
         return  # nothing bad came out (a marked NaN that came in was masked here)
     if error is None:
-        error = _produced_error(op, _float_arrays(inputs), outs, site)
+        error = _produced_error(op, _host_floats(inputs), outs, site)
         if error is None:
             return  # the NaN (Inf) came in with the inputs
+    elif not _marked_values_reach(inputs, outputs, rerun):
+        return  # masked here: what is bad in the outputs came from elsewhere (a constant)
     for o in outs:
         _mark(o, error)
+
+
+def _marked_values_reach(inputs, outputs, rerun) -> bool:
+    """Does a NaN (Inf) of a marked input reach the outputs? The call runs again with the
+    marked inputs' bad values zeroed: outputs that are bad only in the real run hold it.
+    (`where(a > 1, (a - 1) / (a - 1), nan)` at a=1: the NaN out is the constant's.)"""
+    clean = [jnp.where(jnp.asarray(_bad_mask(_host(v))), 0, v) if _mark_of([v]) else v
+             for v in inputs]
+    try:
+        again = rerun(clean)
+    except Exception:  # noqa: BLE001 - cannot tell: the mark passes on, as it always did
+        return True
+    return any((_bad_mask(_host(o)) & ~_bad_mask(_host(a))).any()
+               for o, a in zip(outputs, again) if _is_float_array(o))
 
 
 def _call_site():
@@ -153,8 +184,7 @@ def _site_frames(site):
     return frames
 
 
-def _produced_error(op: str, ins, outs, site):
-    host_ins = [_host(i) for i in ins]
+def _produced_error(op: str, host_ins, outs, site):
     host_outs = [_host(o) for o in outs]
     frames = checks._user_frames(_site_frames(site))
     if _settings["nans"] and any(np.isnan(o).any() for o in host_outs) \
@@ -216,7 +246,7 @@ def _process_primitive(self, primitive, args, params, /):
         # eager grad (jax.grad(f) of a function calling jnp.sqrt, ...).
         library = checks.is_library_jaxpr(params["jaxpr"])
         _after_call(f"jnp.{params['name']}" if library else None, lambda: args,
-                    lambda: out)
+                    lambda: out, lambda flat: primitive.bind(*flat, **params))
     return out
 
 
@@ -235,12 +265,12 @@ def _op_name(fun) -> str | None:
 _MAX_PENDING = 32
 
 
-def _after_call(op: str | None, inputs, outputs) -> None:
+def _after_call(op: str | None, inputs, outputs, rerun) -> None:
     """Judge one eager call once its outputs are computed: reading them right after
     dispatch would wait for the computation on every op. Calls are judged in order, at a
     later call once done, or when any array is read. `inputs` and `outputs` give the
     flat values when called (most calls need neither: jax's non-NaN-making primitives
-    while nothing is marked)."""
+    while nothing is marked); `rerun(flat inputs)` calls the function again."""
     pending = getattr(_local, "pending", None)
     if (op is None and not _marked and not pending) or getattr(_local, "busy", False) \
             or not (_settings["nans"] or _settings["infs"]):
@@ -250,7 +280,7 @@ def _after_call(op: str | None, inputs, outputs) -> None:
         if pending is None:
             pending = _local.pending = collections.deque()
         if op is not None or _marked:
-            pending.append((op, inputs(), outputs(), _call_site()))
+            pending.append((op, inputs(), outputs(), _call_site(), rerun))
         _judge_pending(wait=len(pending) > _MAX_PENDING)
     finally:
         _local.busy = False
@@ -260,13 +290,13 @@ def _judge_pending(wait: bool = True) -> None:
     """Judge the pending calls in order: all (`wait`), or those whose outputs are done."""
     pending = getattr(_local, "pending", None)
     while pending:
-        op, inputs, outputs, site = pending[0]
+        op, inputs, outputs, site, rerun = pending[0]
         if not wait and not all(o.is_ready() for o in outputs if hasattr(o, "is_ready")):
             return
         pending.popleft()
         # A value jaxguard cannot read (deleted by donation, on another host) stays unjudged.
         with contextlib.suppress(Exception):
-            _judge(op, inputs, outputs, site)
+            _judge(op, inputs, outputs, site, rerun)
 
 
 def _post_hook(fun, args, kwargs, output):
@@ -275,7 +305,14 @@ def _post_hook(fun, args, kwargs, output):
         api._nan_check_posthook(fun, args, kwargs, output)  # the user's jax_debug_nans
     _after_call(_op_name(getattr(fun, "_fun", None)),
                 lambda: jax.tree_util.tree_leaves((args, kwargs)),
-                lambda: jax.tree_util.tree_leaves(output))
+                lambda: jax.tree_util.tree_leaves(output),
+                functools.partial(_call_with_leaves, fun, (args, kwargs)))
+
+
+def _call_with_leaves(fun, args_kwargs, leaves):
+    args, kwargs = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(args_kwargs),
+                                                leaves)
+    return jax.tree_util.tree_leaves(fun(*args, **kwargs))
 
 
 def _is_library_function(fun) -> bool:
@@ -300,7 +337,8 @@ def _run_python_pjit(p, args_flat, fun, args, kwargs):
             _check_bounds(jaxpr, args_flat)
         finally:
             _local.busy = False
-    _after_call(_op_name(fun), lambda: args_flat, lambda: result[1])
+    _after_call(_op_name(fun), lambda: args_flat, lambda: result[1],
+                lambda flat: pjit.jit_p.bind(*flat, **p.params))
     return result
 
 

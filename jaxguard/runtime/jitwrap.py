@@ -150,10 +150,15 @@ class GuardedPjitFunction:
         value_alarm = _value_alarm(errors_now, dyn_args, out, check_inputs=self._donates,
                                    exact=locating)
         if locating:
-            # A NaN/Inf an op made counts only if one reached an output (value_alarm):
-            # this matters when the locating twin runs directly, under an eager vmap.
+            # A NaN/Inf an op made counts only if one reached an output, not just any
+            # NaN (a constant, an input): the function runs once more with what ops
+            # produce zeroed, and the outputs that differ are those that ops reached.
+            _, zeroed = ck.checkify(body, errors=frozenset({checks.ZeroProduced}))(dyn_args)
+            reached = {checks.GuardNaN: _reached(jnp.isnan, out, zeroed),
+                       checks.GuardInf: _reached(jnp.isinf, out, zeroed)}
             err = err._replace(_pred={
-                effect: pred & value_alarm if effect.error_type in _VALUE_ERRORS else pred
+                effect: pred & reached[effect.error_type]
+                if effect.error_type in _VALUE_ERRORS else pred
                 for effect, pred in err._pred.items()})
         op_alarm = functools.reduce(jnp.logical_or, err._pred.values(), jnp.bool_(False))
         alarm = value_alarm.astype(jnp.int32) + 2 * op_alarm.astype(jnp.int32)
@@ -279,6 +284,13 @@ def _bad_values(errors_now, leaves, exact: bool):
     if exact:
         return functools.reduce(jnp.logical_or, [jnp.any(jnp.isnan(x)) for x in leaves])
     return jnp.isnan(_sum(leaves))
+
+
+def _reached(is_bad, out, zeroed):
+    """Does an output hold a bad value where the run with produced values zeroed has none?"""
+    pairs = zip(_float_leaves(out), _float_leaves(zeroed))
+    return functools.reduce(jnp.logical_or, [jnp.any(is_bad(o) & ~is_bad(z)) for o, z in pairs],
+                            jnp.bool_(False))
 
 
 def _bad_on_host(errors_now, tree) -> bool:

@@ -140,6 +140,32 @@ def test_nan_constants_are_not_reported(guards):
     assert np.isnan(jnp.full((2,), jnp.nan) + 1).all()
 
 
+def _beta_mode(alpha, beta):
+    # distrax's Beta.mode: 0/0 at alpha = beta = 1 is masked; the NaN out is the constant.
+    return jnp.where((alpha > 1.) & (beta > 1.), (alpha - 1.) / (alpha + beta - 2.),
+                     jnp.where((alpha <= 1.) & (beta > 1.), 0.,
+                               jnp.where((alpha > 1.) & (beta <= 1.), 1., jnp.nan)))
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["jit", "eager"])
+def test_masked_nan_beside_a_nan_constant_is_not_reported(guards, jit):
+    mode = jax.jit(_beta_mode) if jit else _beta_mode
+    out = mode(jnp.array([1., 2., 3.]), jnp.array([1., 3., 3.]))
+    np.testing.assert_allclose(out.tolist(), [np.nan, 1 / 3, 0.5])
+    x = jnp.array([0., 1.])
+    assert np.isnan(jnp.where(x > 0, x, jnp.nan).tolist()[0])
+
+
+@pytest.mark.parametrize("jit", [True, False], ids=["jit", "eager"])
+def test_made_nan_reaching_the_output_beside_a_nan_constant_is_reported(guards, jit):
+    # The same shape of code, but the 0/0 is the branch taken.
+    def mode(a):
+        return jnp.where(a >= 1., (a - 1.) / (a - 1.), jnp.nan)
+    mode = jax.jit(mode) if jit else mode
+    with pytest.raises(jaxguard.NaNError, match="`(div|jnp.true_divide)`"):
+        mode(jnp.array([0., 1., 2.])).tolist()
+
+
 def test_nan_inputs_are_not_blamed_on_the_function(guards):
     f = jax.jit(lambda x: x * 2)
     assert np.isnan(f(jnp.array([np.nan, 1.]))[0])
