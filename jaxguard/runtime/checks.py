@@ -262,32 +262,26 @@ class ZeroProduced(_GuardException):
     only a NaN constant or input does (`where(a > 1, (a - 1) / (a - 1), nan)` at a=1)."""
 
 
-def _zero_produced(ins, value):
-    if not hasattr(value, "dtype") or not dtypes.issubdtype(value.dtype, np.inexact):
-        return value
-    value = jnp.where(jnp.isnan(value) & ~_any(jnp.isnan, ins), 0, value)
-    return jnp.where(jnp.isinf(value) & _all_finite(ins), 0, value)
-
-
 def _nan_inf_rule(prim, base_rule, error, enabled, *in_vals, **params):
     error, out = base_rule(error, enabled, *in_vals, **params)
-    if ZeroProduced in enabled:
-        ins = _float_leaves(in_vals)
-        if prim.multiple_results:
-            return error, [_zero_produced(ins, o) for o in out]
-        return error, _zero_produced(ins, out)
     outs = _float_leaves(out if prim.multiple_results else [out])
-    if not outs or not enabled & {GuardNaN, GuardInf}:
+    if not outs or not enabled & {GuardNaN, GuardInf, ZeroProduced}:
         return error, out
     ins = _float_leaves(in_vals)
+    # "Produced": a NaN from NaN-free inputs, an Inf from finite ones (constants pass).
+    nan_free, finite = ~_any(jnp.isnan, ins), _all_finite(ins)
+    if ZeroProduced in enabled:
+        def zeroed(value):
+            if not _float_leaves([value]):
+                return value
+            value = jnp.where(jnp.isnan(value) & nan_free, 0, value)
+            return jnp.where(jnp.isinf(value) & finite, 0, value)
+        return error, [zeroed(o) for o in out] if prim.multiple_results else zeroed(out)
     tb = _user_frames(current_frames())
     if GuardNaN in enabled:
-        # "Produced": NaN in the output, none in the inputs (NaN constants pass silently).
-        pred = _any(jnp.isnan, outs) & ~_any(jnp.isnan, ins)
-        error = ck.assert_func(error, pred, GuardNaN(tb, prim.name))
+        error = ck.assert_func(error, _any(jnp.isnan, outs) & nan_free, GuardNaN(tb, prim.name))
     if GuardInf in enabled:
-        pred = _any(jnp.isinf, outs) & _all_finite(ins)
-        error = ck.assert_func(error, pred, GuardInf(tb, prim.name))
+        error = ck.assert_func(error, _any(jnp.isinf, outs) & finite, GuardInf(tb, prim.name))
     return error, out
 
 

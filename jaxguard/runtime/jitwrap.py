@@ -144,22 +144,24 @@ class GuardedPjitFunction:
                                  f"{self._name()}() ({type(exc).__name__}: "
                                  f"{str(exc).splitlines()[0][:120]}); it runs with its "
                                  f"outputs checked for NaN only.", RuntimeWarning)
-        # Outside checkify: jaxguard's own reductions are not the user's ops. The locating
-        # twin tests every value exactly; the fast one reduces each output to a sum (NaN
-        # also for +inf and -inf together, confirmed on the host after an alarm).
-        value_alarm = _value_alarm(errors_now, dyn_args, out, check_inputs=self._donates,
-                                   exact=locating)
+        # Outside checkify: jaxguard's own reductions are not the user's ops.
         if locating:
             # A NaN/Inf an op made counts only if one reached an output, not just any
             # NaN (a constant, an input): the function runs once more with what ops
             # produce zeroed, and the outputs that differ are those that ops reached.
             _, zeroed = ck.checkify(body, errors=frozenset({checks.ZeroProduced}))(dyn_args)
-            reached = {checks.GuardNaN: _reached(jnp.isnan, out, zeroed),
-                       checks.GuardInf: _reached(jnp.isinf, out, zeroed)}
+            reached = {cls: _reached(is_bad, out, zeroed) for cls, is_bad in
+                       ((checks.GuardNaN, jnp.isnan), (checks.GuardInf, jnp.isinf))
+                       if cls in errors_now}
             err = err._replace(_pred={
                 effect: pred & reached[effect.error_type]
                 if effect.error_type in _VALUE_ERRORS else pred
                 for effect, pred in err._pred.items()})
+            value_alarm = functools.reduce(jnp.logical_or, reached.values(), jnp.bool_(False))
+        else:
+            # Each output reduced to a sum: NaN also for +inf and -inf together, confirmed
+            # on the host after an alarm.
+            value_alarm = _value_alarm(errors_now, dyn_args, out, check_inputs=self._donates)
         op_alarm = functools.reduce(jnp.logical_or, err._pred.values(), jnp.bool_(False))
         alarm = value_alarm.astype(jnp.int32) + 2 * op_alarm.astype(jnp.int32)
         # The error value goes back to Python (~10 us per call to rebuild) only where a
@@ -304,7 +306,7 @@ def _bad_on_host(errors_now, tree) -> bool:
     return any(test(np.asarray(x)) for x in leaves)
 
 
-def _value_alarm(errors_now, inputs, out, check_inputs: bool, exact: bool):
+def _value_alarm(errors_now, inputs, out, check_inputs: bool):
     """On-device flag: an output holds a NaN (Inf) and, if `check_inputs`, no input did.
     NaNs masked before they reach an output do not count: the user never sees them.
     Inputs are checked here only for functions that donate them (exactly: they are gone
@@ -312,7 +314,7 @@ def _value_alarm(errors_now, inputs, out, check_inputs: bool, exact: bool):
     inputs on every call."""
     if not errors_now & _VALUE_ERRORS:
         return jnp.bool_(False)
-    alarm = _bad_values(errors_now, out, exact)
+    alarm = _bad_values(errors_now, out, exact=False)
     if check_inputs:
         alarm = alarm & ~_bad_values(errors_now, inputs, exact=True)
     return alarm
