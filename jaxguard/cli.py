@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import difflib
 import sys
 from pathlib import Path
@@ -50,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     check.add_argument("--cache-dir", metavar="DIR", help="where the cache lives (default: .jaxguard_cache next to the config)")
     check.add_argument("--stdin-filename", metavar="PATH", help="the name of the file read from stdin (for config and messages)")
+    check.add_argument(
+        "--no-project-index", action="store_true", help="check each file alone, without what the project's other modules tell"
+    )
     check.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)  # for tests and benchmarks
 
     clean = commands.add_parser("clean", help="delete the result cache")
@@ -201,6 +205,7 @@ def _check(args: argparse.Namespace) -> int:
     from jaxguard.lint import report
     from jaxguard.lint.discover import discover
     from jaxguard.lint.parallel import Task, run
+    from jaxguard.lint.project import project_views
 
     try:
         config = _load_config(args)
@@ -228,8 +233,9 @@ def _check(args: argparse.Namespace) -> int:
     unsafe_hidden = 0
     diffs: list[tuple[str, str]] = []
     cache_dir = None if args.no_cache else str(_cache_dir(args, config))
+    views = {} if args.no_project_index else project_views(found.files, cache_dir, config.exclude, config.root)
     tasks = [
-        Task(path, _settings_for(config, path), fix, args.unsafe_fixes, not args.diff, not args.no_prefilter)
+        Task(path, _with_view(_settings_for(config, path), views.get(path)), fix, args.unsafe_fixes, not args.diff, not args.no_prefilter)
         for path in found.files
     ]
     for result in run(tasks, args.jobs, cache_dir):
@@ -244,6 +250,10 @@ def _check(args: argparse.Namespace) -> int:
     diagnostics.sort(key=report.sort_key)
     diffs.sort()
     return _finish(args, diagnostics, error, fixed, unsafe_hidden, "".join(d for _, d in diffs))
+
+
+def _with_view(settings, view):
+    return settings if view is None else dataclasses.replace(settings, project=view)
 
 
 def _settings_for(config, path: str):
@@ -277,6 +287,11 @@ def _check_stdin(args: argparse.Namespace, config) -> int:
     settings = config.settings_for(name) if args.stdin_filename else config.settings_for("stdin.py")
     limit = size_limit(name)
     data = sys.stdin.buffer.read(limit + 1)
+    if args.stdin_filename and not args.no_project_index:
+        from jaxguard.lint.project import view_for_text
+
+        cache_dir = None if args.no_cache else str(_cache_dir(args, config))
+        settings = _with_view(settings, view_for_text(name, data, cache_dir, config.exclude, config.root))
     fix = args.fix or args.diff
     try:
         check_size(len(data), limit)

@@ -15,19 +15,43 @@ from jaxguard.lint.engine import LintSettings, lint_source
 from jaxguard.lint.registry import all_rules
 
 
-def _settings(selected: set[str]) -> LintSettings:
+def _config():
     from jaxguard.config import ConfigError, find_pyproject, load_config
 
     try:
-        config = load_config(find_pyproject(Path.cwd()))
+        return load_config(find_pyproject(Path.cwd()))
     except ConfigError:
-        config = None
+        return None
+
+
+def _settings(selected: set[str]) -> LintSettings:
+    config = _config()
     enabled = {code for code, rule in all_rules().items() if rule.default_on or code in selected}
     return LintSettings(
         frozenset(enabled),
         tuple(config.traced_decorators) if config else (),
         config.x64 if config else False,
     )
+
+
+def _with_project(settings: LintSettings, filename: str, source: str) -> LintSettings:
+    """The file's view of its project (what the CLI on the whole folder would use)."""
+    import dataclasses
+    import os
+
+    from jaxguard.lint.cache import default_cache_dir
+    from jaxguard.lint.project import view_for_text
+
+    if filename in ("-", "stdin") or not os.path.exists(filename):
+        return settings
+    config = _config()
+    root = config.root if config is not None else Path.cwd()
+    exclude = config.exclude if config is not None else []
+    try:
+        view = view_for_text(filename, source.encode("utf-8", "surrogatepass"), str(default_cache_dir(root)), exclude, root)
+    except Exception:  # the index is an aid: without it the file is checked alone
+        return settings
+    return dataclasses.replace(settings, project=view)
 
 
 class JaxGuardChecker:
@@ -48,5 +72,6 @@ class JaxGuardChecker:
         if JaxGuardChecker.settings is None:
             JaxGuardChecker.settings = _settings(set())
         source = "".join(self.lines)
-        for d in lint_source(source, self.filename, JaxGuardChecker.settings).diagnostics:
+        settings = _with_project(JaxGuardChecker.settings, self.filename, source)
+        for d in lint_source(source, self.filename, settings).diagnostics:
             yield d.line, d.column - 1, f"{d.code} {d.message}", type(self)

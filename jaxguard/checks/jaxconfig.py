@@ -256,8 +256,9 @@ def x64_enabling(ctx, node: cst.CSTNode) -> bool | None:
 
 
 def module_x64_aware(ctx) -> bool:
-    """x64 enabled somewhere in the module, or the module reads/handles the x64 flag."""
-    if ctx.settings.x64:
+    """x64 enabled somewhere in the module, or the module reads/handles the x64 flag, or
+    importing it enables x64 (its package or a module it imports does: the project index)."""
+    if ctx.settings.x64 or (ctx.settings.project is not None and ctx.settings.project.x64):
         return True
     cached = ctx.facts.derived.get("jaxguard.x64_aware")
     if cached is not None:
@@ -449,7 +450,8 @@ class X64DtypeWithoutX64(Rule):
     name = "x64-dtype-without-x64"
     summary = "A 64-bit dtype requested from JAX in a module that never enables x64: it silently stays 32-bit"
     message = (
-        "{dtype} requested from JAX, but this module never enables x64: JAX silently uses the 32-bit type; "
+        "{dtype} requested from JAX, but neither this module nor any project module it imports enables x64: "
+        "JAX silently uses the 32-bit type; "
         "call jax.config.update(\"jax_enable_x64\", True) at startup (or set x64 = true in [tool.jaxguard])"
     )
     fix_kind = "suggest"
@@ -459,7 +461,9 @@ class X64DtypeWithoutX64(Rule):
         `lax.convert_element_type`, `.astype(jnp.float64)` on a JAX array, `jnp.float64(x)`,
         in a module that never enables x64. x64 counts as enabled by `jax.config.update(
         "jax_enable_x64", ...)`, the `JAX_ENABLE_X64` environment variable set in the module,
-        `jax.enable_x64(...)` contexts, code that reads the flag, and `x64 = true` in config.
+        `jax.enable_x64(...)` contexts, code that reads the flag, and `x64 = true` in config;
+        and when importing the module enables it: its package's `__init__` or a project module
+        it imports (directly or through others) turns x64 on at import.
     """
     why = """
         Without x64 mode JAX canonicalizes 64-bit dtypes to 32-bit ones (with at most a

@@ -30,21 +30,15 @@ from jaxguard.lint.facts import (
     positional,
     target_name_nodes,
 )
+from jaxguard.lint.jaxapi import KEY_MAKERS, KEY_PARAM, NOT_CONSUMING
 from jaxguard.lint.registry import Rule, register
+from jaxguard.lint.summary import DRAWS, IGNORES
 from jaxguard.lint.walk import Visitor, walk
 
-KEY_MAKERS = frozenset({"jax.random.key", "jax.random.PRNGKey"})
 KEY_SOURCES = KEY_MAKERS | {
     "jax.random.split", "jax.random.fold_in", "jax.random.clone", "jax.random.wrap_key_data",
 }
-NOT_CONSUMING = frozenset(
-    {
-        "jax.random.fold_in", "jax.random.key_data", "jax.random.key_impl", "jax.random.clone",
-        "jax.random.wrap_key_data", "jax.random.key", "jax.random.PRNGKey",
-    }
-)
 NEUTRAL_PREFIXES = ("builtins.", "jax.debug.", "jax.numpy.", "jax.tree_util.", "jax.tree.", "numpy.", "jax.device_put", "jax.device_get", "jax.block_until_ready")
-KEY_PARAM = re.compile(r"^(key|rng|prng|prng_key|rng_key|seed_key|\w+_key|\w+_rng)$")
 PREDICATE = re.compile(r"^_?(is|has|check|assert|validate|print|log)(_|[A-Z]|$)")
 
 
@@ -288,6 +282,8 @@ class KeyFlow:
             param = _receiving_param(self.facts, callee, call, arg) if callee is not None and node is arg.value else None
             if param is not None and not consumes_param(self.facts, callee, param):
                 continue  # the callee ignores it, or re-derives it with fold_in
+            if callee is None and node is arg.value and project_key_verdict(self.facts, name, call, arg) == IGNORES:
+                continue  # a function of another project module that never draws from it
             maybe = (haiku_apply and arg.keyword is None and node is arg.value) or id(node) in side_streams
             self._consume(key, node, consumer, False, state, maybe)
 
@@ -443,12 +439,36 @@ def _keys_for_callees(facts: ModuleFacts, calls, scope: Scope) -> set[str]:
             continue
         callee = facts.function_for(call.func, scope)
         if callee is None:
+            qualified = facts.qualname(call.func, scope)
+            names.update(
+                arg.value.value  # type: ignore[attr-defined]
+                for arg in candidates
+                if project_key_verdict(facts, qualified, call, arg) == DRAWS
+            )
             continue
         for arg in candidates:
             param = _receiving_param(facts, callee, call, arg)
             if param is not None and consumes_param(facts, callee, param):
                 names.add(arg.value.value)  # type: ignore[attr-defined]
     return names
+
+
+def project_key_verdict(facts: ModuleFacts, qualified: str | None, call: cst.Call, arg: cst.Arg) -> str | None:
+    """What a function of another project module does with the key `arg` gives it (DRAWS,
+    IGNORES, UNKNOWN; see jaxguard.lint.project), None if the callee is not a project function."""
+    project = facts.project
+    entry = project.callee(qualified) if project is not None else None
+    if entry is None or any(other.star for other in call.args):
+        return None
+    params = entry[1]  # a method is reached by its class (`Cls.m(obj, key)`): `self` is passed
+    if arg.keyword is not None:
+        param = arg.keyword.value
+    else:
+        index = [a for a in call.args if a.keyword is None].index(arg)
+        if index >= len(params):
+            return None
+        param = params[index]
+    return project.key_verdict(qualified, param)
 
 
 def consumes_param(facts: ModuleFacts, info, param: str) -> bool:

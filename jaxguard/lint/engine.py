@@ -364,7 +364,7 @@ def _lint_source(source: str, path: str, settings: LintSettings) -> LintResult:
 
 def _lint_module(module: cst.Module, source: str, path: str, settings: LintSettings) -> list[Diagnostic]:
     rules_by_code = all_rules()
-    facts = ModuleFacts.build(module, settings.traced_decorators)
+    facts = ModuleFacts.build(module, settings.traced_decorators, settings.project)
     ctx = RuleContext(facts, settings, path, source)
     rules = [rules_by_code[code](ctx) for code in sorted(settings.enabled) if code in rules_by_code]
     diagnostics: list[Diagnostic] = []

@@ -10,99 +10,29 @@ from __future__ import annotations
 
 import builtins
 import functools
-import re
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here too
+    _ABSTRACT_FUNCTION,
+    _ABSTRACT_MODULE,
+    ABSTRACT_METHODS,
+    ABSTRACT_TRACES,
+    CALLBACK_NAMES,
+    CUSTOM_DERIVATIVES,
+    FUNCTION_APPLYING_BUILTINS,
+    FUNCTION_APPLYING_PREFIXES,
+    GRAD_TRANSFORMS,
+    JIT_TRANSFORMS,
+    LAX_BODIES,
+    LAX_LOOPS,
+    REF_KERNEL_TAKERS,
+    TRACING_TRANSFORMS,
+)
 from jaxguard.lint.walk import Visitor, walk
 
 BUILTIN_NAMES = frozenset(dir(builtins))
-
-# Transformations whose function argument is traced with abstract values.
-# qualified name -> (keyword naming static positions, keyword naming static names)
-TRACING_TRANSFORMS: dict[str, tuple[str | None, str | None]] = {
-    "jax.jit": ("static_argnums", "static_argnames"),
-    "jax.pmap": ("static_broadcasted_argnums", None),
-    "jax.vmap": (None, None),
-    "jax.checkpoint": ("static_argnums", None),
-    "jax.remat": ("static_argnums", None),
-    "jax.ad_checkpoint.checkpoint": ("static_argnums", None),
-    "jax.shard_map": (None, None),
-    "jax.experimental.shard_map.shard_map": (None, None),
-    "jax.experimental.pjit.pjit": ("static_argnums", "static_argnames"),
-    "jax.make_jaxpr": ("static_argnums", None),
-    "jax.eval_shape": (None, None),
-    "equinox.filter_jit": (None, None),
-    "equinox.filter_vmap": (None, None),
-    "flax.nnx.jit": ("static_argnums", "static_argnames"),
-    "flax.nnx.vmap": (None, None),
-    "flax.nnx.remat": (None, None),
-}
-
-# Transformations that compile: their results are "jitted callables".
-JIT_TRANSFORMS = frozenset(
-    {"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "equinox.filter_jit", "flax.nnx.jit"}
-)
-
-# lax control flow: qualified name -> positions (or keyword names) of traced bodies.
-LAX_BODIES: dict[str, tuple[tuple[int, str], ...]] = {
-    "jax.lax.scan": ((0, "f"),),
-    "jax.lax.fori_loop": ((2, "body_fun"),),
-    "jax.lax.while_loop": ((0, "cond_fun"), (1, "body_fun")),
-    "jax.lax.cond": ((1, "true_fun"), (2, "false_fun")),
-    "jax.lax.switch": ((1, "branches"),),
-    "jax.lax.map": ((0, "f"),),
-    "jax.lax.associative_scan": ((0, "fn"),),
-}
-
-# The lax loops among them: their body runs once per iteration.
-LAX_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map"})
-
-# Differentiation: traces, but Python control flow on values stays legal.
-GRAD_TRANSFORMS = frozenset(
-    {"jax.grad", "jax.value_and_grad", "jax.jacrev", "jax.jacfwd", "jax.hessian", "jax.vjp", "jax.jvp"}
-)
-
-# Abstract evaluations: they trace a function with abstract values (for shapes, or the
-# jaxpr) and never run it: no random numbers are drawn and nothing is cached for later
-# calls, so "runs only once, at trace time" does not apply either.
-ABSTRACT_TRACES = frozenset(
-    {"jax.eval_shape", "jax.make_jaxpr", "equinox.filter_eval_shape", "equinox.filter_make_jaxpr", "flax.nnx.eval_shape"}
-)
-# `jax.jit(f).lower(x)`, `jitted.trace(x)`: staged out and compiled, not run.
-ABSTRACT_METHODS = frozenset({"lower", "trace"})
-# Helpers named for them: `fast_eval_shape(f, x)`, `abstract_to_dot(f)(x)`, and functions of
-# a module named for jaxprs (`jaxpr_info.make_model_info(f)(x)`).
-_ABSTRACT_FUNCTION = re.compile(r"eval_shape|make_jaxpr|^abstract")
-_ABSTRACT_MODULE = re.compile(r"^(jaxpr|eval_shape)")
-
-# Host callbacks: the functions they receive run in Python with concrete values, not traced.
-CALLBACK_NAMES = frozenset({"pure_callback", "io_callback", "callback", "id_tap", "id_print"})
-
-FUNCTION_APPLYING_PREFIXES = ("jax.", "equinox.", "flax.", "optax.")
-FUNCTION_APPLYING_BUILTINS = frozenset({"builtins.map", "builtins.filter", "functools.reduce"})
-
-# Pallas: kernels (and run_scoped bodies) receive mutable Refs, not arrays.
-REF_KERNEL_TAKERS = frozenset(
-    {
-        "jax.experimental.pallas.pallas_call",
-        "jax.experimental.pallas.run_scoped",
-        "jax.experimental.pallas.core_map",
-        "jax.experimental.pallas.kernel",
-        "jax.experimental.pallas.tpu.emit_pipeline",
-        "jax.experimental.pallas.mosaic_gpu.emit_pipeline",
-    }
-)
-
-# Functions whose derivative their author defines: autodiff never differentiates their bodies
-# (custom_root/custom_linear_solve: the solvers passed in are differentiated implicitly).
-CUSTOM_DERIVATIVES = frozenset(
-    {
-        "jax.custom_vjp", "jax.custom_jvp", "equinox.filter_custom_vjp", "equinox.filter_custom_jvp",
-        "jax.lax.custom_root", "jax.lax.custom_linear_solve",
-    }
-)
 
 
 def _custom_derivative(name: str | None) -> bool:
@@ -582,7 +512,9 @@ class _Collector(Visitor):
                 self.scope.imports[top] = top
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None:
+        if (node.relative or node.module is None) and self.facts.project is not None:
+            base = self.facts.project.absolute("." * len(node.relative) + (dotted_name(node.module) or "" if node.module else ""))
+        elif node.relative or node.module is None:
             base = "." * len(node.relative) + (dotted_name(node.module) or "" if node.module else "")
         else:
             base = dotted_name(node.module) or ""
@@ -655,9 +587,12 @@ def node_name(node: cst.CSTNode) -> str | None:
 class ModuleFacts:
     """Everything rules share about one module. Build with `ModuleFacts.build(module)`."""
 
-    def __init__(self, module: cst.Module, traced_decorators: tuple[str, ...] = ()) -> None:
+    def __init__(self, module: cst.Module, traced_decorators: tuple[str, ...] = (), project=None) -> None:
         self.module = module
         self.traced_decorators = traced_decorators
+        # the file's ProjectView (jaxguard.lint.project): what other modules do with its
+        # functions and what the project functions it calls do; None when checked alone
+        self.project = project
         self.scopes: dict[cst.CSTNode, Scope] = {}
         self.functions: dict[cst.CSTNode, FunctionInfo] = {}
         self.transform_calls: list[tuple[cst.Call, Scope]] = []
@@ -677,8 +612,8 @@ class ModuleFacts:
         self.any_traced = False  # most modules of a library define no traced function
 
     @classmethod
-    def build(cls, module: cst.Module, traced_decorators: tuple[str, ...] = ()) -> ModuleFacts:
-        facts = cls(module, traced_decorators)
+    def build(cls, module: cst.Module, traced_decorators: tuple[str, ...] = (), project=None) -> ModuleFacts:
+        facts = cls(module, traced_decorators, project)
         walk(module, _Collector(facts))
         facts._find_traced()
         facts._find_abstract_only()
@@ -708,6 +643,16 @@ class ModuleFacts:
                     if target is not None:
                         found.add(target.node)
         return found
+
+    @functools.cached_property
+    def differentiates(self) -> bool:
+        """The module applies a differentiation transform (grad, vjp, value_and_grad, ...)."""
+        for info in self.functions.values():
+            for decorator in info.decorators:
+                expr = decorator.decorator
+                if self.qualname(expr.func if isinstance(expr, cst.Call) else expr, info.parent) in GRAD_TRANSFORMS:
+                    return True
+        return any((self.transform_call(call, scope) or ("",))[0] in GRAD_TRANSFORMS for call, scope in self.transform_calls)
 
     @functools.cached_property
     def loads(self) -> set[cst.Name]:
@@ -916,7 +861,10 @@ class ModuleFacts:
         # 2. call forms: jax.jit(f, ...), lax.scan(body, ...), partial(jax.jit, ...)(f)
         for call, scope in self.transform_calls:
             self._record_transform_call(call, scope)
-        # 3. module-local functions called from, or passed to calls in, traced code
+        # 3. what other modules of the project do with this one's functions
+        if self.project is not None:
+            self._mark_from_project(self.project)
+        # 4. module-local functions called from, or passed to calls in, traced code
         work = [info for info in self.functions.values() if info.traced]
         seen = set(id(info) for info in work)
         while work:
@@ -928,6 +876,34 @@ class ModuleFacts:
                 if id(callee) not in seen:
                     seen.add(id(callee))
                     work.append(callee)
+
+    def named_function(self, name: str) -> FunctionInfo | None:
+        """A module-level function (`f`) or a method of a module-level class (`Cls.m`)."""
+        scope = self.module_scope
+        *owner, last = name.split(".")
+        if owner:
+            if len(owner) != 1 or owner[0] not in scope.classes:
+                return None
+            scope = self.scopes.get(scope.classes[owner[0]])
+            if scope is None:
+                return None
+        return scope.defs.get(last)
+
+    def _mark_from_project(self, project) -> None:
+        """Functions another module traces (`jax.jit(f)` in runner.py for `f` here), reaches
+        from traced code, or differentiates."""
+        for name, transform, argnums, argnames in project.roots:
+            info = self.named_function(name)
+            if info is not None:
+                self._mark_root(info, transform, StaticSpec(tuple(argnums), tuple(argnames)), info.params[1:] if info.class_name else None)
+        for name, transform in project.reached:
+            info = self.named_function(name)
+            if info is not None and not info.traced:
+                info.traced, info.traced_by = True, transform
+        for name in project.differentiated:
+            info = self.named_function(name)
+            if info is not None:
+                info.differentiated = True
 
     def _callees(self, info: FunctionInfo) -> list[FunctionInfo]:
         """Module-local functions that run when `info` runs: called from it, or passed to a
@@ -986,6 +962,11 @@ class ModuleFacts:
         for call, scope in self.transform_calls:
             abstract = self.is_abstract_trace(call, scope) or self.qualname(call.func, scope) in ABSTRACT_TRACES
             marks.extend((target, scope, abstract) for target in self._marked_by(call, scope))
+        if self.project is not None:  # traced by other modules of the project
+            for name, transform in [(r[0], r[1]) for r in self.project.roots] + list(self.project.reached):
+                info = self.named_function(name)
+                if info is not None:
+                    marks.append((info, None, transform in ABSTRACT_TRACES))
         abstract_only: set[cst.CSTNode] = set()
         while True:
             work = [

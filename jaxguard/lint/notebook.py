@@ -98,6 +98,17 @@ def _build(notebook: dict) -> tuple[str, list[_Cell]]:
     return "".join(parts), cells
 
 
+def notebook_source(data: bytes) -> str | None:
+    """The module the rules see for a notebook's bytes (its code cells, magics masked)."""
+    try:
+        notebook = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        return None
+    return _build(notebook)[0]
+
+
 def _locate(cells: list[_Cell], line: int) -> _Cell | None:
     found = None
     for cell in cells:

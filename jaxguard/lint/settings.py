@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from jaxguard.lint.project import ProjectView
+
 
 @dataclass(frozen=True)
 class LintSettings:
     enabled: frozenset[str]
     traced_decorators: tuple[str, ...] = ()
     x64: bool = False
+    # what the rest of the project tells about this file (jaxguard.lint.project); None: the
+    # file is checked alone
+    project: ProjectView | None = None

@@ -156,6 +156,8 @@ class TracedFlow:
         summaries: bool = False,
     ) -> None:
         self.facts = facts
+        # field names the project keeps static in every class that declares them
+        self._project_static = frozenset(facts.project.static_attributes) if facts.project is not None else frozenset()
         # with `differentiated` (function -> its differentiated parameters), the JVP tracers of
         # grad/vjp are traced too (JG701: a fori_loop bound computed from them)
         self.differentiated = differentiated or {}
@@ -674,7 +676,7 @@ class TracedFlow:
             return self._name(node, env, info, lookup_env)
         if isinstance(node, cst.Attribute):
             base = ev(node.value)
-            return NONE if static_attribute(node.attr.value) else base
+            return NONE if static_attribute(node.attr.value) or node.attr.value in self._project_static else base
         if isinstance(node, cst.Subscript):
             base = ev(node.value)
             for element in node.slice:
@@ -791,6 +793,11 @@ class TracedFlow:
             return NONE
         if isinstance(func, cst.Attribute) and (tail in CONCRETE_METHODS or _STATIC_METHOD.fullmatch(tail)):
             return NONE
+        project = self.facts.project
+        if project is not None and (
+            project.returns_static(name) or (isinstance(func, cst.Attribute) and tail in project.static_methods)
+        ):
+            return NONE  # the project index: a function or method of the project that returns a Python value
         if tail in ("tree_map", "map") and node.args and (name or "").startswith(("jax.tree", "tree")) or tail == "tree_map":
             # tree_map(is_leafy_predicate, tree): a tree of Python bools
             mapped = call_tail(node.args[0].value) or ""

@@ -1,0 +1,108 @@
+"""What jaxguard knows of JAX's API by qualified name: its transformations, lax bodies,
+abstract evaluations and PRNG functions. Plain data, no libcst: the per-module facts and the
+project index (which summarises modules without libcst) read the same tables."""
+
+from __future__ import annotations
+
+import re
+
+# Transformations whose function argument is traced with abstract values.
+# qualified name -> (keyword naming static positions, keyword naming static names)
+TRACING_TRANSFORMS: dict[str, tuple[str | None, str | None]] = {
+    "jax.jit": ("static_argnums", "static_argnames"),
+    "jax.pmap": ("static_broadcasted_argnums", None),
+    "jax.vmap": (None, None),
+    "jax.checkpoint": ("static_argnums", None),
+    "jax.remat": ("static_argnums", None),
+    "jax.ad_checkpoint.checkpoint": ("static_argnums", None),
+    "jax.shard_map": (None, None),
+    "jax.experimental.shard_map.shard_map": (None, None),
+    "jax.experimental.pjit.pjit": ("static_argnums", "static_argnames"),
+    "jax.make_jaxpr": ("static_argnums", None),
+    "jax.eval_shape": (None, None),
+    "equinox.filter_jit": (None, None),
+    "equinox.filter_vmap": (None, None),
+    "flax.nnx.jit": ("static_argnums", "static_argnames"),
+    "flax.nnx.vmap": (None, None),
+    "flax.nnx.remat": (None, None),
+}
+
+# Transformations that compile: their results are "jitted callables".
+JIT_TRANSFORMS = frozenset(
+    {"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "equinox.filter_jit", "flax.nnx.jit"}
+)
+
+# lax control flow: qualified name -> positions (or keyword names) of traced bodies.
+LAX_BODIES: dict[str, tuple[tuple[int, str], ...]] = {
+    "jax.lax.scan": ((0, "f"),),
+    "jax.lax.fori_loop": ((2, "body_fun"),),
+    "jax.lax.while_loop": ((0, "cond_fun"), (1, "body_fun")),
+    "jax.lax.cond": ((1, "true_fun"), (2, "false_fun")),
+    "jax.lax.switch": ((1, "branches"),),
+    "jax.lax.map": ((0, "f"),),
+    "jax.lax.associative_scan": ((0, "fn"),),
+}
+
+# The lax loops among them: their body runs once per iteration.
+LAX_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map"})
+
+# Differentiation: traces, but Python control flow on values stays legal.
+GRAD_TRANSFORMS = frozenset(
+    {
+        "jax.grad", "jax.value_and_grad", "jax.jacrev", "jax.jacfwd", "jax.hessian", "jax.vjp", "jax.jvp",
+        "jax.linearize", "equinox.filter_grad", "equinox.filter_value_and_grad", "equinox.filter_vjp",
+        "equinox.filter_jvp", "flax.nnx.grad", "flax.nnx.value_and_grad",
+    }
+)
+
+# Abstract evaluations: they trace a function with abstract values (for shapes, or the
+# jaxpr) and never run it: no random numbers are drawn and nothing is cached for later
+# calls, so "runs only once, at trace time" does not apply either.
+ABSTRACT_TRACES = frozenset(
+    {"jax.eval_shape", "jax.make_jaxpr", "equinox.filter_eval_shape", "equinox.filter_make_jaxpr", "flax.nnx.eval_shape"}
+)
+# `jax.jit(f).lower(x)`, `jitted.trace(x)`: staged out and compiled, not run.
+ABSTRACT_METHODS = frozenset({"lower", "trace"})
+# Helpers named for them: `fast_eval_shape(f, x)`, `abstract_to_dot(f)(x)`, and functions of
+# a module named for jaxprs (`jaxpr_info.make_model_info(f)(x)`).
+_ABSTRACT_FUNCTION = re.compile(r"eval_shape|make_jaxpr|^abstract")
+_ABSTRACT_MODULE = re.compile(r"^(jaxpr|eval_shape)")
+
+# Host callbacks: the functions they receive run in Python with concrete values, not traced.
+CALLBACK_NAMES = frozenset({"pure_callback", "io_callback", "callback", "id_tap", "id_print"})
+
+FUNCTION_APPLYING_PREFIXES = ("jax.", "equinox.", "flax.", "optax.")
+FUNCTION_APPLYING_BUILTINS = frozenset({"builtins.map", "builtins.filter", "functools.reduce"})
+
+# Pallas: kernels (and run_scoped bodies) receive mutable Refs, not arrays.
+REF_KERNEL_TAKERS = frozenset(
+    {
+        "jax.experimental.pallas.pallas_call",
+        "jax.experimental.pallas.run_scoped",
+        "jax.experimental.pallas.core_map",
+        "jax.experimental.pallas.kernel",
+        "jax.experimental.pallas.tpu.emit_pipeline",
+        "jax.experimental.pallas.mosaic_gpu.emit_pipeline",
+    }
+)
+
+# Functions whose derivative their author defines: autodiff never differentiates their bodies
+# (custom_root/custom_linear_solve: the solvers passed in are differentiated implicitly).
+CUSTOM_DERIVATIVES = frozenset(
+    {
+        "jax.custom_vjp", "jax.custom_jvp", "equinox.filter_custom_vjp", "equinox.filter_custom_jvp",
+        "jax.lax.custom_root", "jax.lax.custom_linear_solve",
+    }
+)
+
+
+# PRNG: functions that make or derive a key without drawing from the key they are given.
+KEY_MAKERS = frozenset({"jax.random.key", "jax.random.PRNGKey"})
+NOT_CONSUMING = frozenset(
+    {
+        "jax.random.fold_in", "jax.random.key_data", "jax.random.key_impl", "jax.random.clone",
+        "jax.random.wrap_key_data", "jax.random.key", "jax.random.PRNGKey",
+    }
+)
+# A parameter named like this may be a key (whether it is one is read from its uses).
+KEY_PARAM = re.compile(r"^(key|rng|prng|prng_key|rng_key|seed_key|\w+_key|\w+_rng)$")

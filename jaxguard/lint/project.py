@@ -1,0 +1,515 @@
+"""The project index: every module's summary, and what each file's check takes from the others.
+
+A project is the folder tree up to the nearest `pyproject.toml`, `setup.cfg` or `.git`
+(or, with none, the folder given). Each of its modules is summarised (`jaxguard.lint.summary`,
+cached by content); the index resolves names across modules (relative imports, re-exports
+through `__init__`, `f = jax.jit(g)` aliases) and derives:
+
+- which functions some module traces (`jax.jit(f)` in another file, a decorator, a lax body)
+  and what they call, and which some module differentiates (grad, vjp, ... and their callees);
+- for each function parameter that may be a PRNG key: drawn from, ignored, or unknown,
+  following keys passed on to other project functions;
+- which functions return a static Python value (a count, a shape, a flag);
+- which modules run with x64 enabled because importing them (or their packages) enables it.
+
+A file's check reads only its `ProjectView`: the facts about its own functions and about
+the project functions it calls. The view is part of the file's result-cache key, so editing
+one module changes what the files that depend on it report, on the next run.
+
+What the index cannot know: modules imported dynamically (`importlib`), code outside the
+project (installed packages stay unknown), calls through objects whose class is not known.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from jaxguard.lint.jaxapi import GRAD_TRANSFORMS
+from jaxguard.lint.summary import DRAWS, IGNORES, UNKNOWN, VERSION, empty_summary, summarise
+
+ROOT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")
+INDEX_FILE = "project-index.json"
+
+
+@dataclass(frozen=True)
+class ProjectView:
+    """What one file's check takes from its project (hashable: part of the cache key)."""
+
+    module: str = ""
+    package: str = ""  # for relative imports
+    x64: bool = False  # importing this module enables x64 (here, in its packages or imports)
+    x64_where: str = ""  # the module that enables it, for messages
+    # this module's functions traced by another module: (name, transform, argnums, argnames)
+    roots: tuple = ()
+    # this module's functions traced as callees of traced code elsewhere: (name, transform)
+    reached: tuple = ()
+    differentiated: tuple = ()  # this module's functions some module differentiates
+    # project functions of other modules this one calls:
+    # (qualified name, params, bound method?, ((param, key verdict), ...), static result?)
+    callees: tuple = ()
+    static_methods: tuple = ()  # method names whose every project definition is static
+    static_attributes: tuple = ()  # field names every project class keeps static (for traced code)
+
+    @cached_property
+    def _callees(self) -> dict:
+        return {entry[0]: entry for entry in self.callees}
+
+    def absolute(self, qualified: str) -> str:
+        """`..utils.f` as the per-module facts record a relative import -> `pkg.utils.f`."""
+        if not qualified.startswith("."):
+            return qualified
+        stripped = qualified.lstrip(".")
+        level = len(qualified) - len(stripped)
+        parts = self.package.split(".") if self.package else []
+        parts = parts[: max(0, len(parts) - (level - 1))]
+        return ".".join([*parts, stripped]) if stripped else ".".join(parts)
+
+    def callee(self, qualified: str | None):
+        if not qualified or not self.callees:
+            return None
+        return self._callees.get(self.absolute(qualified))
+
+    def key_verdict(self, qualified: str | None, param: str) -> str | None:
+        """DRAWS / IGNORES / UNKNOWN for a project function's parameter, None if not known."""
+        entry = self.callee(qualified)
+        if entry is None:
+            return None
+        return dict(entry[3]).get(param)
+
+    def returns_static(self, qualified: str | None) -> bool:
+        entry = self.callee(qualified)
+        return entry is not None and entry[4]
+
+
+def is_test_file(path: str) -> bool:
+    """`test_*.py`, `*_test.py`, `conftest.py`, or a file under a `tests`/`test` folder."""
+    parts = Path(path).parts
+    name = parts[-1] if parts else ""
+    return (
+        name.startswith("test_") or name.endswith(("_test.py", "_tests.py")) or name == "conftest.py"
+        or any(part in ("tests", "test", "testing") for part in parts[:-1])
+    )
+
+
+def find_root(path: Path) -> Path | None:
+    """The nearest folder at or above `path` that holds a project marker."""
+    try:
+        current = (path if path.is_dir() else path.parent).resolve()
+        for folder in (current, *current.parents):
+            if any((folder / marker).exists() for marker in ROOT_MARKERS):
+                return folder
+    except (OSError, RuntimeError):  # a symlink loop: the file is reported unreadable anyway
+        pass
+    return None
+
+
+def module_name(path: Path) -> tuple[str, bool]:
+    """(dotted module name, is a package) from the `__init__.py` files above the file."""
+    try:
+        path = path.resolve()
+    except (OSError, RuntimeError):
+        return path.name.split(".")[0], False
+    is_package = path.name == "__init__.py"
+    parts = [] if is_package else [path.name.split(".")[0]]
+    folder = path.parent
+    while (folder / "__init__.py").exists() and folder != folder.parent:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if is_package and not parts:
+        parts = [path.parent.name]
+    return ".".join(parts), is_package
+
+
+class ProjectIndex:
+    def __init__(self, modules: dict[str, tuple[str, bool, dict]]) -> None:
+        """`modules`: path -> (module name, is package, summary)."""
+        self.paths = {path: (name, package) for path, (name, package, _) in modules.items()}
+        self.summaries: dict[str, dict] = {}
+        self.test_modules: set[str] = set()
+        for path, (name, _, summary) in sorted(modules.items()):
+            self.summaries.setdefault(name, summary)
+            if is_test_file(path):
+                self.test_modules.add(name)
+        self._resolved: dict[str, tuple[str, str] | None] = {}
+        self._verdicts: dict[tuple[str, str, str], str] = {}
+        self._static: dict[tuple[str, str], bool] = {}
+        self._derive()
+
+    # names ---------------------------------------------------------------------------
+    def resolve(self, qualified: str, depth: int = 0) -> tuple[str, str] | None:
+        """(module, function) a qualified name refers to inside the project, or None."""
+        if qualified in self._resolved:
+            return self._resolved[qualified]
+        self._resolved[qualified] = None  # a cycle of re-exports resolves to nothing
+        found = self._resolve(qualified, depth)
+        self._resolved[qualified] = found
+        return found
+
+    def _resolve(self, qualified: str, depth: int) -> tuple[str, str] | None:
+        if depth > 10:
+            return None
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            summary = self.summaries.get(module)
+            if summary is None:
+                continue
+            rest = parts[cut:]
+            name = ".".join(rest)
+            if name in summary["functions"]:
+                return module, name
+            head, tail = rest[0], rest[1:]
+            for table in (summary["aliases"], summary["imports"]):
+                if head in table and table[head] != qualified:
+                    return self.resolve(".".join([table[head], *tail]), depth + 1)
+            return None
+        return None
+
+    def module_of(self, qualified: str) -> str | None:
+        parts = qualified.split(".")
+        for cut in range(len(parts), 0, -1):
+            module = ".".join(parts[:cut])
+            if module in self.summaries:
+                return module
+        return None
+
+    # derived facts ---------------------------------------------------------------------
+    def _derive(self) -> None:
+        self.roots: dict[tuple[str, str], list] = {}  # traced by a transformation: [(transform, nums, names, by module)]
+        grad_roots: set[tuple[str, str]] = set()
+        for module, summary in self.summaries.items():
+            from_tests = self.is_test_module(module)
+            for transform, target, nums, names, bound in summary["marks"]:
+                found = self.resolve(target)
+                if found is None:
+                    continue
+                if transform in GRAD_TRANSFORMS:
+                    grad_roots.add(found)  # a test that differentiates a function shows users do
+                elif not transform.rsplit(".", 1)[-1].startswith("custom_") and (not from_tests or found[0] == module):
+                    # A test jitting a library function shows it works under jit: no evidence
+                    # for findings in the library.
+                    params = self._function(found)["params"]
+                    static = (*names, *params[:bound])
+                    self.roots.setdefault(found, []).append((transform, tuple(nums), static, module))
+        self.traced: dict[tuple[str, str], str] = {}
+        work = [(place, marks[0][0]) for place, marks in self.roots.items()]
+        while work:
+            place, transform = work.pop()
+            if place in self.traced:
+                continue
+            self.traced[place] = transform
+            work.extend((callee, transform) for callee in self._callees(place))
+        self.differentiated: set[tuple[str, str]] = set()
+        work2 = list(grad_roots)
+        while work2:
+            place = work2.pop()
+            if place in self.differentiated:
+                continue
+            self.differentiated.add(place)
+            work2.extend(self._callees(place))
+        self._x64 = self._x64_modules()
+
+    def is_test_module(self, module: str) -> bool:
+        return module in self.test_modules
+
+    @cached_property
+    def static_attributes(self) -> frozenset[str]:
+        """Field names that every project class declaring them keeps static (pytree metadata)."""
+        static, other = set(), set()
+        for summary in self.summaries.values():
+            declared = {name for names in summary["static_fields"].values() for name in names}
+            static |= declared
+            other |= set(summary["fields"]) - declared
+        return frozenset(static - other)
+
+    def _function(self, place: tuple[str, str]) -> dict:
+        return self.summaries[place[0]]["functions"][place[1]]
+
+    def _callees(self, place: tuple[str, str]) -> list[tuple[str, str]]:
+        found = []
+        for name in self._function(place)["calls"]:
+            target = self.resolve(name)
+            if target is not None:
+                found.append(target)
+        return found
+
+    def _x64_modules(self) -> dict[str, str]:
+        """Module -> the module whose import enables x64 for it: itself, a package it is in,
+        or a module it imports (transitively)."""
+        importers: dict[str, set[str]] = {}
+        for module, summary in self.summaries.items():
+            for target in summary["imports"].values():
+                imported = self.module_of(target)
+                while imported:  # importing a.b.c runs a/__init__, a/b/__init__ too
+                    if imported in self.summaries and imported != module:
+                        importers.setdefault(imported, set()).add(module)
+                    imported = imported.rpartition(".")[0]
+        on: dict[str, str] = {}
+        work = [(module, module) for module, summary in self.summaries.items() if summary["x64"]]
+        while work:
+            module, source = work.pop()
+            if module in on:
+                continue
+            on[module] = source
+            work.extend((importer, source) for importer in importers.get(module, ()))
+        return on
+
+    def x64_source(self, module: str) -> str | None:
+        name = module
+        while name:
+            if name in self._x64:
+                return self._x64[name]
+            name = name.rpartition(".")[0]
+        return None
+
+    def key_verdict(self, place: tuple[str, str], param: str) -> str:
+        slot = (*place, param)
+        if slot in self._verdicts:
+            return self._verdicts[slot]
+        self._verdicts[slot] = UNKNOWN  # a recursive chain is not followed
+        raw = self._function(place)["keys"].get(param, UNKNOWN if param in self._function(place)["params"] else IGNORES)
+        verdict = raw if isinstance(raw, str) else self._passed_on(raw)
+        self._verdicts[slot] = verdict
+        return verdict
+
+    def _passed_on(self, passes: list) -> str:
+        verdicts = set()
+        for callee, where in passes:
+            target = self.resolve(callee)
+            if target is None:
+                return UNKNOWN
+            params = self._function(target)["params"]
+            if isinstance(where, int):
+                if where >= len(params):
+                    return UNKNOWN
+                where = params[where]
+            elif where not in params:
+                return UNKNOWN
+            verdicts.add(self.key_verdict(target, where))
+        if DRAWS in verdicts:
+            return DRAWS
+        return UNKNOWN if UNKNOWN in verdicts else IGNORES
+
+    def returns_static(self, place: tuple[str, str]) -> bool:
+        if place in self._static:
+            return self._static[place]
+        self._static[place] = False
+        raw = self._function(place)["static"]
+        result = raw if isinstance(raw, bool) else all(
+            (target := self.resolve(name)) is not None and self.returns_static(target) for name in raw[1:]
+        )
+        self._static[place] = result
+        return result
+
+    @cached_property
+    def _methods(self) -> dict[str, list[tuple[str, str]]]:
+        found: dict[str, list[tuple[str, str]]] = {}
+        for module, summary in self.summaries.items():
+            for name, info in summary["functions"].items():
+                if info["method"]:
+                    found.setdefault(name.rsplit(".", 1)[1], []).append((module, name))
+        return found
+
+    def static_method(self, name: str) -> bool:
+        """Every project method of that name returns a static value (and there is one)."""
+        places = self._methods.get(name)
+        return bool(places) and not name.startswith("__") and all(self.returns_static(p) for p in places)
+
+    def with_module(self, path: str, module: str, is_package: bool, summary: dict) -> ProjectIndex:
+        """The same project with one module's text replaced (its facts flow to the others)."""
+        modules = {p: (name, package, self.summaries[name]) for p, (name, package) in self.paths.items() if name in self.summaries}
+        modules[os.path.abspath(path)] = (module, is_package, summary)
+        return ProjectIndex(modules)
+
+    # views -------------------------------------------------------------------------------
+    def view(self, path: str, summary: dict | None = None) -> ProjectView:
+        """The view of the file at `path` (`summary`: its text's, when it differs from disk)."""
+        key = os.path.abspath(path)
+        module, is_package = self.paths.get(key) or module_name(Path(path))
+        if summary is None:
+            summary = self.summaries.get(module) if key in self.paths else None
+        summary = summary or empty_summary()
+        package = module if is_package else module.rpartition(".")[0]
+        own = {name for (m, name) in self.traced if m == module}
+        roots = []
+        for (m, name), marks in sorted(self.roots.items()):
+            if m == module:
+                roots.extend((name, t, nums, names) for t, nums, names, by in marks if by != module)
+        rooted = {name for (m, name) in self.roots if m == module}
+        reached = tuple(sorted((name, self.traced[(module, name)]) for name in own - rooted))
+        differentiated = tuple(sorted(name for (m, name) in self.differentiated if m == module))
+        callees = []
+        seen = set()
+        methods = set()
+        for info in summary["functions"].values():
+            methods.update(info["method_calls"])
+            for name in info["calls"]:
+                if name in seen:
+                    continue
+                seen.add(name)
+                target = self.resolve(name)
+                if target is None or target[0] == module:
+                    continue
+                callee = self._function(target)
+                verdicts = tuple((p, self.key_verdict(target, p)) for p in callee["params"] if p in callee["keys"])
+                callees.append((name, tuple(callee["params"]), callee["method"], verdicts, self.returns_static(target)))
+        source = self.x64_source(module)
+        return ProjectView(
+            module=module,
+            package=package,
+            x64=source is not None,
+            x64_where=source or "",
+            roots=tuple(roots),
+            reached=reached,
+            differentiated=differentiated,
+            callees=tuple(sorted(callees)),
+            static_methods=tuple(sorted(m for m in methods if self.static_method(m))),
+            static_attributes=tuple(sorted(self.static_attributes)),
+        )
+
+
+# building ----------------------------------------------------------------------------------
+
+
+def project_files(root: Path, exclude: list[str], config_root: Path) -> list[str]:
+    from jaxguard.lint.discover import discover
+
+    return [f for f in discover([str(root)], exclude, config_root).files if f.endswith((".py", ".pyi"))]
+
+
+def source_of(path: str, data: bytes) -> str | None:
+    from jaxguard.lint.files import decode_source
+
+    if path.endswith(".ipynb"):
+        from jaxguard.lint.notebook import notebook_source
+
+        return notebook_source(data)
+    try:
+        return decode_source(data)[0]
+    except ValueError:
+        return None
+
+
+class SummaryStore:
+    """Summaries cached on disk in one file per project root: path -> [size, mtime, content
+    hash, module, is package, summary]. A file whose size and mtime are unchanged is not
+    read again; one whose content hash is unchanged is not summarised again."""
+
+    def __init__(self, cache_dir: str | None, root: Path) -> None:
+        self.file = None
+        self.entries: dict[str, list] = {}
+        self.dirty = False
+        if cache_dir is not None:
+            digest = hashlib.blake2b(str(root).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+            self.file = Path(cache_dir) / "index" / f"{digest}-{INDEX_FILE}"
+            try:
+                loaded = json.loads(self.file.read_text(encoding="utf-8"))
+                if loaded.get("version") == _store_version():
+                    self.entries = loaded["files"]
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                self.entries = {}
+
+    def summary(self, path: str) -> tuple[str, bool, dict] | None:
+        key = os.path.abspath(path)
+        try:
+            info = os.stat(key)
+        except OSError:
+            return None
+        entry = self.entries.get(key)
+        if entry is not None and entry[0] == info.st_size and entry[1] == info.st_mtime_ns:
+            return entry[3], entry[4], entry[5]
+        try:
+            from jaxguard.lint.files import read_bytes
+
+            data = read_bytes(key)
+        except ValueError:
+            return None
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        module, is_package = module_name(Path(key))
+        if entry is not None and entry[2] == digest and entry[3] == module:
+            summary = entry[5]
+        else:
+            source = source_of(key, data)
+            summary = summarise(source, module, is_package) if source is not None else empty_summary()
+        self.entries[key] = [info.st_size, info.st_mtime_ns, digest, module, is_package, summary]
+        self.dirty = True
+        return module, is_package, summary
+
+    def save(self, keep: set[str]) -> None:
+        if self.file is None or not self.dirty:
+            return
+        entries = {k: v for k, v in self.entries.items() if k in keep}
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(dir=self.file.parent, prefix=".index-", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump({"version": _store_version(), "files": entries}, handle)
+            os.replace(temporary, self.file)
+        except OSError:
+            pass  # the index is rebuilt next time
+
+
+def _store_version() -> str:
+    from jaxguard.lint.cache import fingerprint
+
+    return f"{VERSION}|{fingerprint()}"
+
+
+def project_views(paths: list[str], cache_dir: str | None, exclude: list[str], config_root: Path) -> dict[str, ProjectView]:
+    """path -> the view of each file, from the index of the project it belongs to."""
+    views = {}
+    for index, members in build_index(paths, cache_dir, exclude, config_root):
+        for path in members:
+            views[path] = index.view(path)
+    return views
+
+
+def build_index(paths: list[str], cache_dir: str | None, exclude: list[str], config_root: Path) -> list[tuple[ProjectIndex, list[str]]]:
+    """The index of each project the paths belong to, with the paths in it."""
+    by_root: dict[Path | None, list[str]] = {}
+    for path in paths:
+        root = find_root(Path(path))
+        by_root.setdefault(root, []).append(path)
+    indexes = []
+    for root, members in by_root.items():
+        files = set(os.path.abspath(p) for p in members)
+        if root is not None:
+            files.update(os.path.abspath(p) for p in project_files(root, exclude, config_root))
+        store = SummaryStore(cache_dir, root or Path(os.path.commonpath(sorted(files))))
+        modules = {}
+        for path in sorted(files):
+            found = store.summary(path)
+            if found is not None:
+                modules[path] = found
+        if len(modules) > 1:  # a file alone has no project facts worth keeping
+            store.save(set(modules))
+        indexes.append((ProjectIndex(modules), members))
+    return indexes
+
+
+def view_for_text(path: str, data: bytes, cache_dir: str | None, exclude: list[str], config_root: Path) -> ProjectView:
+    """The view of a file whose text is `data` (an editor's unsaved buffer, flake8's lines):
+    the project's other modules as on disk, this one as given."""
+    root = find_root(Path(path))
+    memo = (root, cache_dir) if root is not None else None
+    index = _INDEXES.get(memo) if memo is not None else None
+    if index is None:
+        ((index, _),) = build_index([path], cache_dir, exclude, config_root) if os.path.exists(path) else [(ProjectIndex({}), [path])]
+        if memo is not None:
+            _INDEXES[memo] = index
+    module, is_package = module_name(Path(path))
+    source = source_of(path, data)
+    summary = summarise(source, module, is_package) if source is not None else None
+    if summary is not None and index.summaries.get(module) != summary:
+        index = index.with_module(path, module, is_package, summary)  # unsaved edits reach the rest
+    return index.view(path, summary)
+
+
+# One index per project and process: flake8 checks many files of one project in a process.
+_INDEXES: dict = {}

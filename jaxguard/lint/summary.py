@@ -1,0 +1,627 @@
+"""A module's summary: what the other modules of its project need to know about it.
+
+Read from CPython's own `ast` (the guard compiles every file with CPython anyway, and its
+tree costs a fraction of libcst's), so the summaries of a whole project cost little next to
+linting it. A summary is plain JSON data, cached by content (see `jaxguard.lint.project`).
+
+For the module: its imports (relative ones resolved against its package), whether its
+import enables x64, the transformations it applies to names (`jax.jit(f)`, `@jax.grad`,
+`lax.scan(body, ...)`), the static dataclass fields of its classes. For each module-level
+function and method (`f`, `Cls.m`): its parameters, what it calls (by qualified name), how
+it uses each parameter that may be a PRNG key (draws from it, ignores it, passes it on),
+and whether its result is a static Python value (a count, a shape, a flag).
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+from jaxguard.lint.jaxapi import (
+    CUSTOM_DERIVATIVES,
+    FUNCTION_APPLYING_BUILTINS,
+    FUNCTION_APPLYING_PREFIXES,
+    GRAD_TRANSFORMS,
+    KEY_PARAM,
+    LAX_BODIES,
+    NOT_CONSUMING,
+    TRACING_TRANSFORMS,
+)
+
+VERSION = 1  # of the summary format (part of its cache key)
+
+# Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
+# used in a way the summary cannot follow (stored, returned, given to unknown code).
+DRAWS, IGNORES, UNKNOWN = "draws", "ignores", "unknown"
+
+# Calls whose result is a Python value whatever they are given.
+_STATIC_CALLS = frozenset(
+    {"builtins.len", "builtins.isinstance", "builtins.hasattr", "builtins.callable", "builtins.issubclass",
+     "builtins.int", "builtins.bool", "builtins.str", "builtins.type", "builtins.id", "math.prod",
+     "numpy.prod", "numpy.ndim", "numpy.shape", "jax.numpy.ndim", "jax.numpy.shape", "jax.numpy.size",
+     "jax.tree_util.tree_structure", "jax.tree.structure", "jax.core.is_concrete"}
+)
+_STATIC_ATTRS = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "weak_type"})
+_STATIC_ANNOTATIONS = frozenset({"int", "bool", "str", "Shape", "DType", "dtype"})
+_NEUTRAL_PREFIXES = ("builtins.", "jax.debug.", "jax.numpy.", "jax.tree_util.", "jax.tree.", "numpy.", "logging.")
+_X64_VALUES = (True, 1, "1", "true", "True")
+
+
+def empty_summary() -> dict:
+    return {"imports": {}, "x64": False, "marks": [], "functions": {}, "static_fields": {}, "fields": [], "aliases": {}}
+
+
+def summarise(source: str, module: str, is_package: bool) -> dict:
+    """The summary of one module's text (an empty one if CPython cannot parse it)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return empty_summary()
+    try:
+        return _Summariser(module, is_package).run(tree)
+    except RecursionError:
+        return empty_summary()
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+class _Summariser:
+    def __init__(self, module: str, is_package: bool) -> None:
+        self.module = module
+        self.package = module if is_package else module.rpartition(".")[0]
+        self.imports: dict[str, str] = {}
+        self.local_defs: set[str] = set()
+        self.classes: dict[str, set[str]] = {}
+        self.summary = empty_summary()
+
+    # names -------------------------------------------------------------------------
+    def _absolute(self, node: ast.ImportFrom) -> str:
+        if not node.level:
+            return node.module or ""
+        parts = self.package.split(".") if self.package else []
+        if node.level > 1:
+            parts = parts[: len(parts) - (node.level - 1)]
+        return ".".join([*parts, *([node.module] if node.module else [])])
+
+    def _read_imports(self, body, into: dict[str, str]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        into[alias.asname] = alias.name
+                    else:
+                        into[alias.name.split(".")[0]] = alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                base = self._absolute(node)
+                for alias in node.names:
+                    if alias.name != "*":
+                        into[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+            elif isinstance(node, (ast.If, ast.Try)) or type(node).__name__ == "TryStar":
+                for block in _blocks(node):
+                    self._read_imports(block, into)
+
+    def qualify(self, node: ast.AST, local: dict[str, str] | None = None, cls: str | None = None, self_name: str | None = None) -> str | None:
+        """The qualified name an expression names, as the module sees it."""
+        dotted = _dotted(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if cls is not None and self_name is not None and head == self_name and rest and "." not in rest:
+            return f"{self.module}.{cls}.{rest}"
+        if local is not None and head in local:
+            target = local[head]
+        elif head in self.imports:
+            target = self.imports[head]
+        elif head in self.local_defs or head in self.classes:
+            target = f"{self.module}.{head}"
+        elif head in _BUILTINS:
+            target = f"builtins.{head}"
+        else:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    # the module ----------------------------------------------------------------------
+    def run(self, tree: ast.Module) -> dict:
+        self._read_imports(tree.body, self.imports)
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.local_defs.add(node.name)
+            elif isinstance(node, ast.ClassDef):
+                self.classes[node.name] = {
+                    item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                }
+        summary = self.summary
+        summary["imports"] = dict(self.imports)
+        x64_helpers = {
+            node.name for node in tree.body if isinstance(node, ast.FunctionDef) and any(self._enables_x64(n) for n in ast.walk(node))
+        }
+        for node in _module_level(tree.body):
+            for inner in ast.walk(node):
+                if self._enables_x64(inner) or (
+                    isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in x64_helpers
+                ):
+                    summary["x64"] = True
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                self._alias(node.targets[0].id, node.value)
+        fields: set[str] = set()  # every annotated class field: a static field's name may be reused
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                summary["static_fields"][node.name] = sorted(self._static_fields(node))
+                fields.update(
+                    item.target.id for item in node.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                )
+        for node, owner in _named_functions(tree):
+            self._function(owner, node, owner.split(".")[0] if "." in owner else None)
+        self._marks(tree)
+        summary["fields"] = sorted(fields)
+        return summary
+
+    def _alias(self, name: str, value: ast.AST) -> None:
+        """`f = g`, `f = jax.jit(g)`, `f = partial(g, ...)`: calling `f` calls `g`."""
+        while isinstance(value, ast.Call) and value.args:
+            func = self.qualify(value.func)
+            if func in TRACING_TRANSFORMS or func == "functools.partial" or func in GRAD_TRANSFORMS:
+                value = value.args[0]
+            else:
+                return
+        target = self.qualify(value)
+        if target is not None:
+            self.summary["aliases"][name] = target
+
+    def _enables_x64(self, node: ast.AST) -> bool:
+        """`jax.config.update("jax_enable_x64", True)`, `config.update(...)`, the environment
+        variable, or `jax.config.jax_enable_x64 = True`."""
+        if isinstance(node, ast.Call):
+            func = _dotted(node.func) or ""
+            args = node.args
+            if func.endswith("config.update") and len(args) == 2 and _constant(args[0]) == "jax_enable_x64":
+                return _constant(args[1]) in _X64_VALUES
+            if func.endswith("environ.setdefault") and args and _constant(args[0]) == "JAX_ENABLE_X64":
+                return len(args) > 1 and _constant(args[1]) in _X64_VALUES
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Subscript) and (_dotted(target.value) or "").endswith("environ"):
+                return _constant(target.slice) == "JAX_ENABLE_X64" and _constant(node.value) in _X64_VALUES
+            if isinstance(target, ast.Attribute) and target.attr == "jax_enable_x64":
+                return _constant(node.value) in _X64_VALUES
+        return False
+
+    def _static_fields(self, node: ast.ClassDef) -> set[str]:
+        """Fields a pytree dataclass keeps out of its leaves: `flax.struct.field(pytree_node=False)`,
+        `eqx.field(static=True)`, `field(metadata={"static": True})`, `Static[...]` annotations,
+        and `register_dataclass(meta_fields=[...])` as a decorator."""
+        found: set[str] = set()
+        for item in node.body:
+            if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)):
+                continue
+            annotation = item.annotation
+            if isinstance(annotation, ast.Subscript) and (_dotted(annotation.value) or "").rsplit(".", 1)[-1] == "Static":
+                found.add(item.target.id)
+            value = item.value
+            if isinstance(value, ast.Call) and (_dotted(value.func) or "").rsplit(".", 1)[-1] in ("field", "static_field"):
+                if (_dotted(value.func) or "").endswith("static_field"):
+                    found.add(item.target.id)
+                for kw in value.keywords:
+                    if (kw.arg == "pytree_node" and _constant(kw.value) is False) or (kw.arg == "static" and _constant(kw.value) is True):
+                        found.add(item.target.id)
+                    if kw.arg == "metadata" and isinstance(kw.value, ast.Dict):
+                        for k, v in zip(kw.value.keys, kw.value.values):
+                            if k is not None and _constant(k) == "static" and _constant(v) is True:
+                                found.add(item.target.id)
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call):
+                for kw in decorator.keywords:
+                    if kw.arg == "meta_fields" and isinstance(kw.value, (ast.List, ast.Tuple)):
+                        found.update(c for c in map(_constant, kw.value.elts) if isinstance(c, str))
+        return found
+
+    # transformations -----------------------------------------------------------------
+    def _marks(self, tree: ast.Module) -> None:
+        """Every transformation this module applies to a function, wherever it is written:
+        [transform, target qualified name, static argnums, static argnames, positional
+        arguments bound by a `partial`]."""
+        marks = self.summary["marks"]
+        for scope_node, cls, local in self._scopes(tree):
+            self_name = _first_param(scope_node) if cls else None
+            for node in _walk_own(scope_node):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not scope_node:
+                    continue
+                if isinstance(node, ast.Call):
+                    for transform, target, spec in self._transform_targets(node, local, cls, self_name):
+                        marks.append([transform, target, *spec])
+        for node, owner in _named_functions(tree):
+            for decorator in node.decorator_list:
+                found = self._transform_of(decorator)
+                if found is not None:
+                    marks.append([found[0], f"{self.module}.{owner}", *_static_spec(found[1]), 0])
+
+    def _scopes(self, tree: ast.Module):
+        yield tree, None, {}
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield node, None, self._local_imports(node)
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        yield item, node.name, self._local_imports(item)
+
+    def _local_imports(self, function) -> dict[str, str]:
+        local: dict[str, str] = {}
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self._read_imports([node], local)
+        return local
+
+    def _transform_of(self, node: ast.AST) -> tuple[str, ast.Call | None] | None:
+        """`jax.jit`, `jax.jit(static_argnums=...)`, `partial(jax.jit, ...)` as a decorator."""
+        name = self.qualify(node)
+        if name in TRACING_TRANSFORMS or name in GRAD_TRANSFORMS or _custom(name):
+            return name, None
+        if isinstance(node, ast.Call):
+            inner = self.qualify(node.func)
+            if inner == "functools.partial" and node.args:
+                found = self._transform_of(node.args[0])
+                return (found[0], node) if found else None
+            if (inner in TRACING_TRANSFORMS or inner in GRAD_TRANSFORMS or _custom(inner)) and not node.args:
+                return inner, node
+        return None
+
+    def _transform_targets(self, call: ast.Call, local, cls, self_name):
+        name = self.qualify(call.func, local, cls, self_name)
+        if name in LAX_BODIES:
+            for index, keyword in LAX_BODIES[name]:
+                value = call.args[index] if index < len(call.args) else _keyword(call, keyword)
+                bodies = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+                for body in bodies:
+                    if body is not None:
+                        target, positional, keywords = self._bound_target(body, local, cls, self_name)
+                        if target is not None:
+                            yield name, target, [[], keywords, positional]
+            return
+        if not call.args:
+            return
+        transform = None
+        if name in TRACING_TRANSFORMS or name in GRAD_TRANSFORMS or _custom(name):
+            transform, spec_call = name, call
+        elif isinstance(call.func, ast.Call):
+            found = self._transform_of(call.func)
+            if found is not None:
+                transform, spec_call = found
+        if transform is None:
+            return
+        target, positional, keywords = self._bound_target(call.args[0], local, cls, self_name)
+        if target is not None:
+            nums, names = _static_spec(spec_call)
+            yield transform, target, [nums, names + keywords, positional]
+
+    def _function_target(self, node, local, cls, self_name) -> str | None:
+        return self._bound_target(node, local, cls, self_name)[0]
+
+    def _bound_target(self, node, local, cls, self_name) -> tuple[str | None, int, list[str]]:
+        """(the function `node` names, positional arguments and keywords a `partial` binds:
+        concrete values, not traced)."""
+        positional, keywords = 0, []
+        while isinstance(node, ast.Call) and node.args:
+            inner = self.qualify(node.func, local, cls, self_name)
+            if inner == "functools.partial":
+                positional += len(node.args) - 1
+                keywords += [kw.arg for kw in node.keywords if kw.arg]
+            elif inner not in TRACING_TRANSFORMS and inner not in GRAD_TRANSFORMS:
+                return None, 0, []
+            node = node.args[0]
+        return self.qualify(node, local, cls, self_name), positional, keywords
+
+    # functions -----------------------------------------------------------------------
+    def _function(self, qualname: str, node, cls: str | None) -> None:
+        local = self._local_imports(node)
+        params = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
+        decorators = [_dotted(d if not isinstance(d, ast.Call) else d.func) or "" for d in node.decorator_list]
+        is_method = cls is not None and "staticmethod" not in decorators
+        self_name = params[0] if is_method and params else None
+        calls: set[str] = set()
+        method_calls: set[str] = set()
+        for inner in ast.walk(node):
+            if not isinstance(inner, ast.Call):
+                continue
+            target = self.qualify(inner.func, local, cls, self_name)
+            if target is not None:
+                calls.add(target)
+                if target.startswith(FUNCTION_APPLYING_PREFIXES) or target in FUNCTION_APPLYING_BUILTINS:
+                    for arg in inner.args:  # functions handed to tree_map and the like run too
+                        passed = self._function_target(arg, local, cls, self_name)
+                        if passed is not None:
+                            calls.add(passed)
+            elif isinstance(inner.func, ast.Attribute):
+                method_calls.add(inner.func.attr)
+        info = {
+            "params": params,
+            "method": is_method,
+            "calls": sorted(calls),
+            "method_calls": sorted(method_calls),
+            "keys": {},
+            "static": _StaticResult(self, node, local, cls, self_name).result(),
+        }
+        for param in params:
+            uses = _KeyUses(self, node, param, local, cls, self_name)
+            if uses.is_key:
+                info["keys"][param] = uses.verdict()
+        self.summary["functions"][qualname] = info
+
+
+class _KeyUses:
+    """How a function uses parameter `param`, if it is a key: draws (a sampler or split
+    takes it), ignores (never read, or rebound by `fold_in` before any other use), passes it
+    on ([callee, position or keyword], judged by the index) or unknown."""
+
+    def __init__(self, summariser: _Summariser, function, param: str, local, cls, self_name) -> None:
+        self.s, self.function, self.param = summariser, function, param
+        self.local, self.cls, self.self_name = local, cls, self_name
+        self.draws = False
+        self.unknown = False
+        self.passes: list[list] = []
+        self.random_use = False
+        self.loads = 0
+        self._scan()
+
+    @property
+    def is_key(self) -> bool:
+        return self.random_use or bool(KEY_PARAM.match(self.param))
+
+    def verdict(self):
+        if self.draws:
+            return DRAWS
+        if self.unknown:
+            return UNKNOWN
+        if self.passes:
+            return self.passes
+        return IGNORES
+
+    def _scan(self) -> None:
+        parents: dict[int, ast.AST] = {}
+        loads: list[ast.Name] = []
+        for node in ast.walk(self.function):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+            if isinstance(node, ast.Name) and node.id == self.param and isinstance(node.ctx, ast.Load):
+                loads.append(node)
+        loads.sort(key=lambda n: (n.lineno, n.col_offset))
+        self.loads = len(loads)
+        if loads and self._rederived_first(loads[0], parents):
+            self.random_use = True
+            return  # `key = fold_in(key, step)` first: the caller's key is not drawn here
+        for name in loads:
+            self._use(name, parents)
+
+    def _rederived_first(self, name: ast.Name, parents) -> bool:
+        call = parents.get(id(name))
+        statement = parents.get(id(call)) if call is not None else None
+        return (
+            isinstance(call, ast.Call)
+            and self.s.qualify(call.func, self.local) == "jax.random.fold_in"
+            and isinstance(statement, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == self.param for t in statement.targets)
+        )
+
+    def _use(self, name: ast.Name, parents) -> None:
+        parent = parents.get(id(name))
+        if isinstance(parent, ast.keyword):
+            call, keyword, position = parents.get(id(parent)), parent.arg, None
+        elif isinstance(parent, ast.Call) and name in parent.args:
+            call, keyword, position = parent, None, parent.args.index(name)
+        elif isinstance(parent, (ast.Compare, ast.Attribute)) or (
+            isinstance(parent, ast.Call) and parent.func is name
+        ):
+            return  # `key is None`, `key.shape`: looking is not drawing
+        else:
+            self.unknown = True  # returned, stored, put in a container: followed no further
+            return
+        if not isinstance(call, ast.Call):
+            self.unknown = True
+            return
+        target = self.s.qualify(call.func, self.local, self.cls, self.self_name)
+        if target is not None and target.startswith("jax.random."):
+            if position == 0 or keyword == "key":
+                self.random_use = True
+                self.draws = self.draws or target not in NOT_CONSUMING
+            return
+        tail = target.rsplit(".", 1)[-1] if target else (call.func.attr if isinstance(call.func, ast.Attribute) else "")
+        if (target or "").startswith(_NEUTRAL_PREFIXES) or tail.startswith(("is_", "_is_", "check", "_check", "assert", "print", "log")):
+            return
+        if target is None or any(isinstance(a, ast.Starred) for a in call.args):
+            self.unknown = True
+            return
+        self.passes.append([target, position if keyword is None else keyword])
+
+
+class _StaticResult:
+    """Is the function's result a static Python value? True when its return annotation says
+    so (`-> int`, `-> bool`, `-> tuple[int, ...]`), or when every `return` gives a count,
+    shape, dtype, flag or literal, or the result of a project function the index finds
+    static ([True] / [False] / ["calls", names...]: decided by the index)."""
+
+    def __init__(self, summariser: _Summariser, function, local, cls, self_name) -> None:
+        self.s, self.function, self.local, self.cls, self.self_name = summariser, function, local, cls, self_name
+        self.needs: set[str] = set()
+        self.assigned: dict[str, list[ast.AST]] = {}
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.assigned.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+                self.assigned.setdefault(node.target.id, []).append(node.value if node.value is not None else node)
+
+    def result(self):
+        if _static_annotation(self.function.returns):
+            return True
+        returns = [n for n in _walk_own(self.function) if isinstance(n, ast.Return)]
+        if not returns or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_own(self.function)):
+            return False
+        for node in returns:
+            if node.value is None or not self._static(node.value, 0):
+                return False
+        return ["calls", *sorted(self.needs)] if self.needs else True
+
+    def _static(self, node, depth: int) -> bool:
+        if depth > 6:
+            return False
+        if isinstance(node, ast.Constant):
+            return True
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return all(self._static(e, depth + 1) for e in node.elts)
+        if isinstance(node, ast.BoolOp):
+            return all(self._static(v, depth + 1) for v in node.values)
+        if isinstance(node, ast.UnaryOp):
+            return self._static(node.operand, depth + 1)
+        if isinstance(node, ast.BinOp):
+            return self._static(node.left, depth + 1) and self._static(node.right, depth + 1)
+        if isinstance(node, ast.Compare):
+            if all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops):
+                return True
+            return self._static(node.left, depth + 1) and all(self._static(c, depth + 1) for c in node.comparators)
+        if isinstance(node, ast.IfExp):
+            return self._static(node.body, depth + 1) and self._static(node.orelse, depth + 1)
+        if isinstance(node, ast.Attribute):
+            if node.attr in _STATIC_ATTRS or node.attr.endswith(("_shape", "_ndim", "_dim", "_dims", "_dtype")):
+                return True
+            if self.cls and isinstance(node.value, ast.Name) and node.value.id == self.self_name:
+                return node.attr in self.s.summary["static_fields"].get(self.cls, ())
+            return False
+        if isinstance(node, ast.Subscript):
+            return self._static(node.value, depth + 1) and self._static(node.slice, depth + 1)
+        if isinstance(node, ast.Slice):
+            return all(p is None or self._static(p, depth + 1) for p in (node.lower, node.upper, node.step))
+        if isinstance(node, ast.Name):
+            values = self.assigned.get(node.id)
+            return bool(values) and all(self._static(v, depth + 1) for v in values)
+        if isinstance(node, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+            return self._static(node.elt, depth + 1)  # `tuple(len(x) for x in xs)`
+        if isinstance(node, ast.Call):
+            name = self.s.qualify(node.func, self.local, self.cls, self.self_name)
+            if name in _STATIC_CALLS:
+                return True
+            if name in ("builtins.tuple", "builtins.sum", "builtins.max", "builtins.min", "builtins.all", "builtins.any"):
+                return all(self._static(a, depth + 1) for a in node.args)
+            if name is not None and not name.startswith(("jax.", "numpy.", "builtins.")):
+                self.needs.add(name)  # a project function: the index decides
+                return True
+            return False
+        return False
+
+
+def _static_annotation(node) -> bool:
+    if node is None:
+        return False
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return False
+    name = (_dotted(node.value if isinstance(node, ast.Subscript) else node) or "").rsplit(".", 1)[-1]
+    if isinstance(node, ast.Subscript):
+        if name in ("tuple", "Tuple", "Sequence", "list", "List"):
+            inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return all(_static_annotation(e) or isinstance(e, ast.Constant) and e.value is Ellipsis for e in inner)
+        return False
+    return name in _STATIC_ANNOTATIONS
+
+
+def _static_spec(call: ast.Call | None) -> list:
+    """[static argnums, static argnames] of a transformation call (literal values only)."""
+    if call is None:
+        return [[], []]
+    nums, names = [], []
+    for kw in call.keywords:
+        if kw.arg in ("static_argnums", "static_broadcasted_argnums"):
+            value = _constant_seq(kw.value)
+            nums = [v for v in value if isinstance(v, int)]
+        elif kw.arg == "static_argnames":
+            value = _constant_seq(kw.value)
+            names = [v for v in value if isinstance(v, str)]
+    return [nums, names]
+
+
+def _constant_seq(node) -> list:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [_constant(e) for e in node.elts]
+    return [_constant(node)]
+
+
+def _constant(node):
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def _keyword(call: ast.Call, name: str):
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def _custom(name: str | None) -> bool:
+    return name is not None and (name in CUSTOM_DERIVATIVES or name.rsplit(".", 1)[-1] in ("custom_vjp", "custom_jvp"))
+
+
+def _named_functions(tree: ast.Module):
+    """(node, name) of the module's functions (`f`) and its classes' methods (`Cls.m`)."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node, node.name
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield item, f"{node.name}.{item.name}"
+
+
+def _first_param(function) -> str | None:
+    args = [*function.args.posonlyargs, *function.args.args]
+    return args[0].arg if args else None
+
+
+def _blocks(node):
+    yield node.body
+    for handler in getattr(node, "handlers", ()):
+        yield handler.body
+    yield getattr(node, "orelse", [])
+    yield getattr(node, "finalbody", [])
+
+
+def _module_level(body):
+    """The statements that run when the module is imported (not function or class bodies)."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.If, ast.Try)) or type(node).__name__ == "TryStar":
+            if isinstance(node, ast.If) and _is_main_guard(node):
+                continue
+            for block in _blocks(node):
+                yield from _module_level(block)
+        else:
+            yield node
+
+
+def _is_main_guard(node: ast.If) -> bool:
+    test = node.test
+    return isinstance(test, ast.Compare) and _dotted(test.left) == "__name__"
+
+
+def _walk_own(function):
+    """The nodes of a function's body, not those of functions nested in it."""
+    stack = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+_BUILTINS = frozenset(dir(__import__("builtins")))
