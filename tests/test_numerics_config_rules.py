@@ -247,7 +247,9 @@ def test_chained_nan_comparison_has_no_fix():
     ],
 )
 def test_where_grad_nan_flagged(source):
-    assert ours(source) == ["JG802"]
+    differentiated = source + "import jax as _jax\ngrad_f = _jax.grad(f)\n"
+    assert ours(differentiated) == ["JG802"]
+    assert ours(source) == []  # never differentiated anywhere: no gradient to be NaN
 
 
 @pytest.mark.parametrize(

@@ -352,34 +352,46 @@ class WhereGradNan(Rule):
         trick from the JAX FAQ).
     """
     example = """
+        import jax
         import jax.numpy as jnp
 
         def safe_log(x):
             return jnp.where(x > 0, jnp.log(x), 0.0)
+
+        grad_log = jax.grad(lambda x: safe_log(x).sum())
     """
     use_instead = """
+        import jax
         import jax.numpy as jnp
 
         def safe_log(x):
             x_safe = jnp.where(x > 0, x, 1.0)
             return jnp.where(x > 0, jnp.log(x_safe), 0.0)
+
+        grad_log = jax.grad(lambda x: safe_log(x).sum())
     """
     references = ("https://docs.jax.dev/en/latest/faq.html#gradients-contain-nan-where-using-where",)
     invalid = (
-        # entropy term: x * log(x)
-        "import jax.numpy as jnp\ndef entropy(p):\n    return -jnp.sum(jnp.where(p > 0, p * jnp.log(p), 0.0))\n",
-        # sinc: division in the false branch
-        "import jax.numpy as jnp\ndef sinc(x):\n    return jnp.where(x == 0, 1.0, jnp.sin(x) / x)\n",
-        # optax style: a norm under sqrt, from a closure
+        # entropy term: x * log(x), differentiated in the module
+        "import jax\nimport jax.numpy as jnp\ndef entropy(p):\n    return -jnp.sum(jnp.where(p > 0, p * jnp.log(p), 0.0))\n"
+        "d_entropy = jax.grad(entropy)\n",
+        # sinc: division in the false branch, under value_and_grad
+        "import jax\nimport jax.numpy as jnp\n@jax.value_and_grad\ndef sinc(x):\n    return jnp.where(x == 0, 1.0, jnp.sin(x) / x)\n",
+        # optax style: a norm under sqrt, from a closure; the module differentiates a loss
         "import jax\nimport jax.numpy as jnp\ndef scale_by_norm():\n    def update_fn(updates, state):\n"
         "        sq = jnp.sum(updates ** 2)\n        return jnp.where(sq > 0, updates / jnp.sqrt(sq), updates), state\n"
-        "    return update_fn\n",
+        "    return update_fn\ndef train(loss, p):\n    return jax.grad(loss)(p)\n",
         # equinox style: a method, power with a fractional exponent, lax.select
         "import equinox as eqx\nimport jax.numpy as jnp\nfrom jax import lax\nclass Dist(eqx.Module):\n"
-        "    def __call__(self, d):\n        return lax.select(d > 0, d ** 0.5, jnp.zeros_like(d))\n",
-        "import jax.numpy as jnp\ndef f(self, x):\n    return jnp.where(self.count > 0, x / self.count, x)\n",
+        "    def __call__(self, d):\n        return lax.select(d > 0, d ** 0.5, jnp.zeros_like(d))\n"
+        "g = eqx.filter_grad(lambda m, d: m(d))\n",
+        "import jax\nimport jax.numpy as jnp\ndef f(self, x):\n    return jnp.where(self.count > 0, x / self.count, x)\n"
+        "def loss(self, x):\n    return jax.vjp(lambda y: f(self, y), x)\n",
     )
     valid = (
+        # never differentiated: no gradient, no NaN gradient (environment dynamics, metrics)
+        "import jax.numpy as jnp\ndef entropy(p):\n    return -jnp.sum(jnp.where(p > 0, p * jnp.log(p), 0.0))\n",
+        "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef step(x):\n    return jnp.where(x == 0, 1.0, jnp.sin(x) / x)\n",
         # the double-where pattern, inline
         "import jax.numpy as jnp\ndef f(x):\n    return jnp.where(x > 0, jnp.log(jnp.where(x > 0, x, 1.0)), 0.0)\n",
         # clamped operand
@@ -405,7 +417,7 @@ class WhereGradNan(Rule):
         if qual(ctx, node.func) not in _WHERE:
             return
         args = positional(node)
-        if len(args) != 3 or len(node.args) != 3 or self._custom_derivative():
+        if len(args) != 3 or len(node.args) != 3 or self._custom_derivative() or not self._may_be_differentiated():
             return
         if not _variables(ctx, args[0]) or self._log1mexp(args[1], args[2]):
             return
@@ -421,6 +433,20 @@ class WhereGradNan(Rule):
                 where = "lax.select" if qual(ctx, node.func) == "jax.lax.select" else "jnp.where"
                 self.report(node, self.message.format(where=where, op=op, operand=text, operand_short=short))
                 return
+
+    def _may_be_differentiated(self) -> bool:
+        """A NaN gradient needs a gradient: the function (or one it is nested in) is
+        differentiated by this module or, by the project index, by any module; or this module
+        differentiates something itself."""
+        facts = self.ctx.facts
+        if facts.differentiates:
+            return True
+        function = self.ctx.function
+        while function is not None:
+            if function.differentiated:
+                return True
+            function = facts.enclosing_function(function.parent)
+        return False
 
     def _custom_derivative(self) -> bool:
         """Inside a function with a custom_jvp/custom_vjp decorator: its author wrote the gradient.
