@@ -660,6 +660,8 @@ class TracedWritesOuterState(Rule):
             if name in scope.declared_global or name in scope.declared_nonlocal:
                 if static_information(ctx, [value]):
                     continue  # `nonlocal inner; inner = tree_structure(out)`: a static fact recorded, no tracer
+                if name in scope.declared_nonlocal and _cell_of_traced_call(ctx, name):
+                    continue
                 self.report(name_node, self.message.format(target=name))
         if isinstance(target, cst.Attribute):
             root = _root_name(target)
@@ -691,10 +693,25 @@ def _handed_back(ctx, name: str) -> bool:
 
 
 def _created_locally(ctx, name: str) -> bool:
-    """A name bound by an assignment in the current function (not a parameter, not outer)."""
+    """A name bound by an assignment, `def` or `class` in the current function (not a
+    parameter, not outer): `init_fn.__signature__ = ...` on a function defined here."""
     scope = ctx.scope
     owner = scope.lookup(name)
-    return owner is scope and owner.function is not None and name not in owner.params and name in owner.values
+    return (
+        owner is scope
+        and owner.function is not None
+        and name not in owner.params
+        and (name in owner.values or name in owner.defs or name in owner.classes)
+    )
+
+
+def _cell_of_traced_call(ctx, name: str) -> bool:
+    """`nonlocal name` of an enclosing function that is itself traced: the variable is made
+    afresh in each trace of that function, so writing it leaks nothing out of the trace."""
+    parent = ctx.scope.parent
+    owner = parent.lookup(name) if parent is not None else None
+    function = owner.function if owner is not None else None
+    return function is not None and function.traced and not function.abstract_only
 
 
 # Methods that only a list/dict/set/deque has: a call mutates the receiver.
