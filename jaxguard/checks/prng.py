@@ -460,11 +460,12 @@ def project_key_verdict(facts: ModuleFacts, qualified: str | None, call: cst.Cal
     entry = project.callee(qualified) if project is not None else None
     if entry is None or any(other.star for other in call.args):
         return None
-    params = entry[1]  # a method is reached by its class (`Cls.m(obj, key)`): `self` is passed
+    # a method is reached by its class: `Cls.m(obj, key)` passes `self`, a classmethod binds `cls`
+    _, params, bound_first, _, _ = entry
     if arg.keyword is not None:
         param = arg.keyword.value
     else:
-        index = [a for a in call.args if a.keyword is None].index(arg)
+        index = [a for a in call.args if a.keyword is None].index(arg) + (1 if bound_first else 0)
         if index >= len(params):
             return None
         param = params[index]

@@ -15,7 +15,8 @@
    (JAX_ONLY or RULE_TRIGGERS) and none of their words appears: a rule added later and not
    listed here switches the prefilter off rather than lose findings. That this changes no
    finding is tested over every rule's examples and the test snippets
-   (tests/test_scale_prefilter.py).
+   (tests/test_scale_prefilter.py). A file whose functions another module of the project
+   traces or differentiates is always checked: it need not mention JAX itself.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ def needs_libcst(source: str, settings) -> bool:
     """False only if no enabled rule can fire on `source` (see the module docstring)."""
     if mentions_jax(source, tuple(settings.traced_decorators)):
         return True
+    project = getattr(settings, "project", None)
+    if project is not None and (project.roots or project.reached or project.differentiated):
+        return True  # another module traces or differentiates functions of this one
     for code in settings.enabled:
         if code in JAX_ONLY:
             continue

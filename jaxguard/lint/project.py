@@ -51,7 +51,7 @@ class ProjectView:
     reached: tuple = ()
     differentiated: tuple = ()  # this module's functions some module differentiates
     # project functions of other modules this one calls:
-    # (qualified name, params, bound method?, ((param, key verdict), ...), static result?)
+    # (qualified name, params, a classmethod (`cls` bound)?, ((param, key verdict), ...), static result?)
     callees: tuple = ()
     static_methods: tuple = ()  # method names whose every project definition is static
     static_attributes: tuple = ()  # field names every project class keeps static (for traced code)
@@ -273,7 +273,8 @@ class ProjectIndex:
         if slot in self._verdicts:
             return self._verdicts[slot]
         self._verdicts[slot] = UNKNOWN  # a recursive chain is not followed
-        raw = self._function(place)["keys"].get(param, UNKNOWN if param in self._function(place)["params"] else IGNORES)
+        function = self._function(place)
+        raw = function["keys"].get(param, IGNORES if param in function["params"] else UNKNOWN)
         verdict = raw if isinstance(raw, str) else self._passed_on(raw)
         self._verdicts[slot] = verdict
         return verdict
@@ -347,9 +348,11 @@ class ProjectIndex:
         callees = []
         seen = set()
         methods = set()
+        called = [info["calls"] for info in summary["functions"].values()] + [summary.get("module_calls", [])]
         for info in summary["functions"].values():
             methods.update(info["method_calls"])
-            for name in info["calls"]:
+        for names in called:
+            for name in names:
                 if name in seen:
                     continue
                 seen.add(name)
@@ -357,8 +360,8 @@ class ProjectIndex:
                 if target is None or target[0] == module:
                     continue
                 callee = self._function(target)
-                verdicts = tuple((p, self.key_verdict(target, p)) for p in callee["params"] if p in callee["keys"])
-                callees.append((name, tuple(callee["params"]), callee["method"], verdicts, self.returns_static(target)))
+                verdicts = tuple((p, self.key_verdict(target, p)) for p in callee["params"])
+                callees.append((name, tuple(callee["params"]), callee["classmethod"], verdicts, self.returns_static(target)))
         source = self.x64_source(module)
         return ProjectView(
             module=module,

@@ -22,7 +22,6 @@ from jaxguard.lint.jaxapi import (
     FUNCTION_APPLYING_BUILTINS,
     FUNCTION_APPLYING_PREFIXES,
     GRAD_TRANSFORMS,
-    KEY_PARAM,
     LAX_BODIES,
     NOT_CONSUMING,
     TRACING_TRANSFORMS,
@@ -48,7 +47,7 @@ _X64_VALUES = (True, 1, "1", "true", "True")
 
 
 def empty_summary() -> dict:
-    return {"imports": {}, "x64": False, "marks": [], "functions": {}, "static_fields": {}, "fields": [], "aliases": {}}
+    return {"imports": {}, "x64": False, "marks": [], "functions": {}, "static_fields": {}, "fields": [], "aliases": {}, "module_calls": []}
 
 
 def summarise(source: str, module: str, is_package: bool) -> dict:
@@ -163,7 +162,16 @@ class _Summariser:
             self._function(owner, node, owner.split(".")[0] if "." in owner else None)
         self._marks(tree)
         summary["fields"] = sorted(fields)
+        summary["module_calls"] = self._module_calls(tree)
         return summary
+
+    def _module_calls(self, tree: ast.Module) -> list[str]:
+        """What the module's own code calls when it runs (a script, a notebook's cells)."""
+        return sorted({
+            target
+            for node in _walk_own(tree)
+            if isinstance(node, ast.Call) and (target := self.qualify(node.func)) is not None
+        })
 
     def _alias(self, name: str, value: ast.AST) -> None:
         """`f = g`, `f = jax.jit(g)`, `f = partial(g, ...)`: calling `f` calls `g`."""
@@ -345,15 +353,24 @@ class _Summariser:
         info = {
             "params": params,
             "method": is_method,
+            "classmethod": "classmethod" in decorators,  # called on the class, `cls` is bound
             "calls": sorted(calls),
             "method_calls": sorted(method_calls),
             "keys": {},
             "static": _StaticResult(self, node, local, cls, self_name).result(),
         }
+        parents: dict[int, ast.AST] = {}
+        loads: dict[str, list[ast.Name]] = {}
+        for inner in ast.walk(node):
+            for child in ast.iter_child_nodes(inner):
+                parents[id(child)] = inner
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
+                loads.setdefault(inner.id, []).append(inner)
         for param in params:
-            uses = _KeyUses(self, node, param, local, cls, self_name)
-            if uses.is_key:
-                info["keys"][param] = uses.verdict()
+            # any parameter may receive a key from a caller; only what is not IGNORES is kept
+            verdict = _KeyUses(self, param, loads.get(param, []), parents, local, cls, self_name).verdict()
+            if verdict != IGNORES:
+                info["keys"][param] = verdict
         self.summary["functions"][qualname] = info
 
 
@@ -362,19 +379,17 @@ class _KeyUses:
     takes it), ignores (never read, or rebound by `fold_in` before any other use), passes it
     on ([callee, position or keyword], judged by the index) or unknown."""
 
-    def __init__(self, summariser: _Summariser, function, param: str, local, cls, self_name) -> None:
-        self.s, self.function, self.param = summariser, function, param
+    def __init__(self, summariser: _Summariser, param: str, loads: list[ast.Name], parents, local, cls, self_name) -> None:
+        self.s, self.param = summariser, param
         self.local, self.cls, self.self_name = local, cls, self_name
         self.draws = False
         self.unknown = False
         self.passes: list[list] = []
-        self.random_use = False
-        self.loads = 0
-        self._scan()
-
-    @property
-    def is_key(self) -> bool:
-        return self.random_use or bool(KEY_PARAM.match(self.param))
+        loads = sorted(loads, key=lambda n: (n.lineno, n.col_offset))
+        if loads and self._rederived_first(loads[0], parents):
+            return  # `key = fold_in(key, step)` first: the caller's key is not drawn here
+        for name in loads:
+            self._use(name, parents)
 
     def verdict(self):
         if self.draws:
@@ -384,22 +399,6 @@ class _KeyUses:
         if self.passes:
             return self.passes
         return IGNORES
-
-    def _scan(self) -> None:
-        parents: dict[int, ast.AST] = {}
-        loads: list[ast.Name] = []
-        for node in ast.walk(self.function):
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
-            if isinstance(node, ast.Name) and node.id == self.param and isinstance(node.ctx, ast.Load):
-                loads.append(node)
-        loads.sort(key=lambda n: (n.lineno, n.col_offset))
-        self.loads = len(loads)
-        if loads and self._rederived_first(loads[0], parents):
-            self.random_use = True
-            return  # `key = fold_in(key, step)` first: the caller's key is not drawn here
-        for name in loads:
-            self._use(name, parents)
 
     def _rederived_first(self, name: ast.Name, parents) -> bool:
         call = parents.get(id(name))
@@ -430,7 +429,6 @@ class _KeyUses:
         target = self.s.qualify(call.func, self.local, self.cls, self.self_name)
         if target is not None and target.startswith("jax.random."):
             if position == 0 or keyword == "key":
-                self.random_use = True
                 self.draws = self.draws or target not in NOT_CONSUMING
             return
         tail = target.rsplit(".", 1)[-1] if target else (call.func.attr if isinstance(call.func, ast.Attribute) else "")

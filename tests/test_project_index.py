@@ -1,0 +1,330 @@
+"""The project index: findings that rest on what another module of the project does.
+
+Each fact has a small package where it decides a finding, and a twin where it goes the other
+way. Every front door (the CLI on the folder, on one file, on stdin; flake8; notebooks) sees
+the same facts, and editing one module changes what another reports, with the cache on.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def make(root: Path, files: dict[str, str]) -> Path:
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def check(root: Path, *args: str, stdin: str | None = None) -> list[tuple[str, int, str]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "jaxguard", "check", "--output-format", "json", *args],
+        cwd=root, capture_output=True, text=True, input=stdin,
+    )
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    return sorted((Path(d["path"]).as_posix(), d["line"], d["code"]) for d in json.loads(result.stdout))
+
+
+def found(root: Path, *args: str) -> set[tuple[str, str]]:
+    return {(path, code) for path, _, code in check(root, *args)}
+
+
+RUNNER_KEYS = """
+    import jax
+    from pkg.rng_utils import split_key, finalize
+
+    def reuse_after_helper(key):
+        a = split_key(key)
+        return a, jax.random.normal(key)
+
+    def reuse_after_ignoring_helper(state, key):
+        s = finalize(state, key)
+        return s, jax.random.normal(key)
+"""
+
+
+def keys_package(tmp_path: Path, draws: bool = True) -> Path:
+    body = "return jax.random.split(key)" if draws else "return key"
+    return make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/rng_utils.py": f"""
+            import jax
+
+            def split_key(key):
+                {body}
+
+            def finalize(state, key):
+                return state
+        """,
+        "pkg/runner.py": RUNNER_KEYS,
+    })
+
+
+def test_a_key_drawn_by_a_helper_in_another_module_is_consumed(tmp_path):
+    root = keys_package(tmp_path)
+    lines = check(root, "pkg")
+    assert ("pkg/runner.py", 6, "JG601") in lines  # split_key drew from it
+    assert not any(line == 10 for _, line, _ in lines)  # finalize never touches its key
+
+
+def test_without_the_index_a_helper_that_ignores_the_key_is_taken_for_a_draw(tmp_path):
+    root = keys_package(tmp_path)
+    assert ("pkg/runner.py", 10, "JG601") in check(root, "pkg", "--no-project-index")
+
+
+def test_a_key_passed_on_through_two_modules_is_followed(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/low.py": "import jax\ndef draw(k):\n    return jax.random.normal(k)\ndef keep(k):\n    return 0\n",
+        "pkg/mid.py": "from .low import draw, keep\ndef via(key):\n    return draw(key)\ndef idle(key):\n    return keep(key)\n",
+        "pkg/top.py": (
+            "import jax\nfrom pkg import mid\n"
+            "def f(key):\n    x = mid.via(key)\n    return x, jax.random.uniform(key)\n"
+            "def g(key):\n    x = mid.idle(key)\n    return x, jax.random.uniform(key)\n"
+        ),
+    })
+    lines = check(root, "pkg")
+    assert ("pkg/top.py", 5, "JG601") in lines
+    assert not any(path == "pkg/top.py" and line == 8 for path, line, _ in lines)
+
+
+X64_MODULE = "import jax.numpy as jnp\ndef f(x):\n    return x.astype(jnp.float64)\n"
+
+
+@pytest.mark.parametrize("where", ["init", "config-imported-by-init", "imported-module"])
+def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
+    enable = "import jax\njax.config.update('jax_enable_x64', True)\n"
+    files = {"pkg/__init__.py": "", "pkg/ops.py": X64_MODULE}
+    if where == "init":
+        files["pkg/__init__.py"] = enable
+    elif where == "config-imported-by-init":
+        files["pkg/__init__.py"] = "from . import _config\n"
+        files["pkg/_config.py"] = enable
+    else:
+        files["pkg/setup.py"] = enable
+        files["pkg/ops.py"] = "from pkg import setup\n" + X64_MODULE
+    root = make(tmp_path, files)
+    assert ("pkg/ops.py", "JG903") not in found(root, "pkg")
+    assert ("pkg/ops.py", "JG903") in found(root, "pkg", "--no-project-index")
+
+
+def test_x64_enabled_only_in_an_unrelated_module_does_not_count(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/ops.py": X64_MODULE,
+        "scripts/run64.py": "import jax\njax.config.update('jax_enable_x64', True)\n",
+    })
+    assert ("pkg/ops.py", "JG903") in found(root, ".")
+
+
+def static_package(tmp_path: Path, helper_body: str) -> Path:
+    return make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/model.py": f"""
+            import jax.numpy as jnp
+            from flax import struct
+
+            class Model(struct.PyTreeNode):
+                links: tuple = struct.field(pytree_node=False)
+                floating: bool = struct.field(pytree_node=False)
+                masses: jnp.ndarray = None
+
+            def number_of_links(model):
+                {helper_body}
+        """,
+        "pkg/step.py": """
+            import jax
+            import jax.numpy as jnp
+            from pkg.model import number_of_links
+
+            @jax.jit
+            def step(model, x):
+                n = number_of_links(model)
+                if model.floating:
+                    x = x + 1
+                return jnp.zeros(n) + x
+        """,
+    })
+
+
+def test_static_results_and_static_fields_from_another_module_are_static(tmp_path):
+    root = static_package(tmp_path, "return len(model.links)")
+    assert check(root, "pkg") == []
+
+
+def test_a_helper_returning_an_array_stays_traced(tmp_path):
+    root = static_package(tmp_path, "return jnp.sum(model.masses > 0)")
+    assert ("pkg/step.py", "JG108") in found(root, "pkg")
+
+
+def test_a_data_field_is_not_taken_for_static(tmp_path):
+    root = static_package(tmp_path, "return len(model.links)")
+    step = root / "pkg/step.py"
+    step.write_text(step.read_text().replace("if model.floating:", "if model.masses:"))
+    assert ("pkg/step.py", "JG106") in found(root, "pkg")
+
+
+JIT_ELSEWHERE = {
+    "pkg/__init__.py": "",
+    "pkg/net.py": "def apply_fn(params, x):\n    print(x)\n    return params * x\n",
+    "pkg/runner.py": "import jax\nfrom .net import apply_fn\nupdate = jax.jit(apply_fn)\n",
+}
+
+
+def test_a_function_jitted_by_another_module_is_traced(tmp_path):
+    root = make(tmp_path, JIT_ELSEWHERE)
+    assert check(root, "pkg") == [("pkg/net.py", 2, "JG101")]
+
+
+def test_a_function_nobody_jits_is_not_traced(tmp_path):
+    root = make(tmp_path, {**JIT_ELSEWHERE, "pkg/runner.py": "from .net import apply_fn\nupdate = apply_fn\n"})
+    assert check(root, "pkg") == []
+
+
+def test_a_test_that_jits_a_library_function_does_not_make_it_traced(tmp_path):
+    # a passing test shows the function works under jit; it is no evidence against it
+    root = make(tmp_path, {**JIT_ELSEWHERE, "pkg/runner.py": "", "tests/test_net.py": "import jax\nfrom pkg.net import apply_fn\njax.jit(apply_fn)\n"})
+    assert ("pkg/net.py", "JG101") not in found(root, ".")
+
+
+def test_partial_arguments_of_a_transform_elsewhere_are_static(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/ops.py": "import jax.numpy as jnp\ndef pad(x, n):\n    return jnp.concatenate([x, jnp.zeros(n)])\n",
+        "pkg/use.py": "import functools\nimport jax\nfrom pkg import ops\nf = jax.vmap(functools.partial(ops.pad, n=3))\n",
+    })
+    assert check(root, "pkg") == []
+    (root / "pkg/use.py").write_text("import jax\nfrom pkg import ops\nf = jax.vmap(ops.pad)\n")
+    assert ("pkg/ops.py", "JG108") in found(root, "pkg")
+
+
+WHERE_LOSS = "import jax.numpy as jnp\ndef loss(x):\n    return jnp.where(x > 0, jnp.log(x), 0.0).sum()\n"
+
+
+def test_a_where_is_reported_where_another_module_differentiates_it(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/losses.py": WHERE_LOSS,
+        "pkg/train.py": "import jax\nfrom pkg.losses import loss\ndef step(x):\n    return jax.grad(loss)(x)\n",
+    })
+    assert found(root, "pkg") == {("pkg/losses.py", "JG802")}
+
+
+def test_a_where_nobody_differentiates_is_silent(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/losses.py": WHERE_LOSS,
+        "pkg/train.py": "import jax\nfrom pkg.losses import loss\nstep = jax.jit(loss)\n",
+    })
+    assert ("pkg/losses.py", "JG802") not in found(root, "pkg")
+
+
+# --- front doors --------------------------------------------------------------------------
+
+
+def test_one_file_on_the_command_line_sees_the_whole_project(tmp_path):
+    root = keys_package(tmp_path)
+    folder = [f for f in check(root, "pkg") if f[0] == "pkg/runner.py"]
+    assert check(root, "pkg/runner.py") == folder
+    assert check(root / "pkg", "runner.py") == [("runner.py", line, code) for _, line, code in folder]
+
+
+def test_stdin_with_a_filename_sees_the_project_and_its_unsaved_text(tmp_path):
+    root = keys_package(tmp_path)
+    text = (root / "pkg/runner.py").read_text()
+    assert check(root, "-", "--stdin-filename", "pkg/runner.py", stdin=text) == [("pkg/runner.py", 6, "JG601")]
+
+
+@pytest.mark.skipif(not (BIN / "flake8").exists(), reason="flake8 is not installed")
+def test_flake8_on_one_file_reports_what_the_cli_reports_on_the_folder(tmp_path):
+    root = keys_package(tmp_path)
+    result = subprocess.run(
+        [str(BIN / "flake8"), "--select", "JG", "--format", "%(path)s:%(row)d:%(code)s", "pkg/runner.py"],
+        cwd=root, capture_output=True, text=True,
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.split() == ["pkg/runner.py:6:JG601"]
+
+
+def test_a_notebook_in_the_project_uses_its_modules(tmp_path):
+    root = keys_package(tmp_path)
+    cell = "import jax\nfrom pkg.rng_utils import finalize, split_key\nkey = jax.random.key(0)\n"
+    cells = [cell, "s = finalize(None, key)\n", "y = split_key(key)\n", "z = jax.random.normal(key)\n"]
+    notebook = {
+        "cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in cells],
+        "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5,
+    }
+    (root / "explore.ipynb").write_text(json.dumps(notebook))
+    result = subprocess.run([sys.executable, "-m", "jaxguard", "check", "explore.ipynb", "-q"], cwd=root, capture_output=True, text=True)
+    # one reuse: the normal after split_key drew; finalize never touches its key
+    assert result.stdout.split(":")[:2] == ["explore.ipynb", "cell 4"], result.stdout
+    assert result.stdout.count("JG601") == 1 and "consumed by split_key" in result.stdout
+
+
+# --- never stale ------------------------------------------------------------------------------
+
+
+def test_editing_one_module_changes_what_another_reports_with_the_cache_on(tmp_path):
+    root = keys_package(tmp_path)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert ("pkg/runner.py", 6, "JG601") in check(root, "pkg", *cache)
+    helper = root / "pkg/rng_utils.py"
+    original = helper.read_text()
+    helper.write_text(original.replace("return jax.random.split(key)", "return None"))
+    assert ("pkg/runner.py", 6, "JG601") not in check(root, "pkg", *cache)
+    assert ("pkg/runner.py", 6, "JG601") not in check(root, "pkg/runner.py", *cache)  # one file, same facts
+    helper.write_text(original)
+    assert ("pkg/runner.py", 6, "JG601") in check(root, "pkg/runner.py", *cache)
+    assert (tmp_path / "cache" / "index").is_dir()
+
+
+def test_the_project_view_is_part_of_the_result_cache_key():
+    from jaxguard.lint.cache import cache_key
+    from jaxguard.lint.project import ProjectView
+    from jaxguard.lint.settings import LintSettings
+
+    alone = LintSettings(frozenset({"JG601"}))
+    drawn = LintSettings(frozenset({"JG601"}), project=ProjectView(module="m", callees=(("a.f", ("key",), False, (("key", "draws"),), False),)))
+    ignored = LintSettings(frozenset({"JG601"}), project=ProjectView(module="m", callees=(("a.f", ("key",), False, (("key", "ignores"),), False),)))
+    keys = {cache_key("m.py", b"x", settings) for settings in (alone, drawn, ignored)}
+    assert len(keys) == 3
+
+
+def test_a_file_that_does_not_parse_leaves_the_rest_of_the_index_working(tmp_path):
+    root = keys_package(tmp_path)
+    (root / "pkg/broken.py").write_text("def f(:\n")
+    (root / "pkg/binary.py").write_bytes(b"\x00\x01")
+    lines = check_any(root, "pkg")
+    assert ("pkg/runner.py", 6, "JG601") in lines
+
+
+def check_any(root: Path, *args: str):
+    result = subprocess.run([sys.executable, "-m", "jaxguard", "check", "--output-format", "json", *args], cwd=root, capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    return sorted((Path(d["path"]).as_posix(), d["line"], d["code"]) for d in json.loads(result.stdout))
+
+
+def test_a_classmethod_of_another_module_binds_cls(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/dist.py": (
+            "import jax\nclass Probabilities:\n    @classmethod\n    def from_random(cls, rng, n):\n"
+            "        return cls(jax.random.normal(rng, (n,)))\n"
+        ),
+        "pkg/mix.py": (
+            "import jax\nfrom pkg.dist import Probabilities\ndef make(key):\n"
+            "    a = Probabilities.from_random(key, 3)\n    return a, jax.random.uniform(key)\n"
+        ),
+    })
+    assert check(root, "pkg") == [("pkg/mix.py", 5, "JG601")]
