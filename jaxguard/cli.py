@@ -204,7 +204,7 @@ def _check(args: argparse.Namespace) -> int:
     from jaxguard.config import ConfigError
     from jaxguard.lint import report
     from jaxguard.lint.discover import discover
-    from jaxguard.lint.parallel import Task, run
+    from jaxguard.lint.parallel import Task, default_jobs, run
     from jaxguard.lint.project import project_views
 
     try:
@@ -233,7 +233,8 @@ def _check(args: argparse.Namespace) -> int:
     unsafe_hidden = 0
     diffs: list[tuple[str, str]] = []
     cache_dir = None if args.no_cache else str(_cache_dir(args, config))
-    views = {} if args.no_project_index else project_views(found.files, cache_dir, config.exclude, config.root)
+    jobs = args.jobs or default_jobs()
+    views = {} if args.no_project_index else project_views(found.files, cache_dir, config.exclude, config.root, jobs)
     tasks = [
         Task(path, _with_view(_settings_for(config, path), views.get(path)), fix, args.unsafe_fixes, not args.diff, not args.no_prefilter)
         for path in found.files

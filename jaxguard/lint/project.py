@@ -418,31 +418,36 @@ class SummaryStore:
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 self.entries = {}
 
-    def summary(self, path: str) -> tuple[str, bool, dict] | None:
-        key = os.path.abspath(path)
-        try:
-            info = os.stat(key)
-        except OSError:
-            return None
-        entry = self.entries.get(key)
-        if entry is not None and entry[0] == info.st_size and entry[1] == info.st_mtime_ns:
-            return entry[3], entry[4], entry[5]
-        try:
-            from jaxguard.lint.files import read_bytes
+    def summaries(self, paths: list[str], jobs: int = 1) -> dict[str, tuple[str, bool, dict]]:
+        """path -> (module, is package, summary) for each readable file; the stale ones are
+        summarised (in `jobs` processes when there are many)."""
+        found: dict[str, tuple[str, bool, dict]] = {}
+        stale: list[str] = []
+        for path in paths:
+            key = os.path.abspath(path)
+            try:
+                info = os.stat(key)
+            except OSError:
+                continue
+            entry = self.entries.get(key)
+            if entry is not None and entry[0] == info.st_size and entry[1] == info.st_mtime_ns:
+                found[key] = (entry[3], entry[4], entry[5])
+            else:
+                stale.append(key)
+        if len(stale) >= MIN_FILES_FOR_POOL and jobs > 1:
+            from concurrent.futures import ProcessPoolExecutor
 
-            data = read_bytes(key)
-        except ValueError:
-            return None
-        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        module, is_package = module_name(Path(key))
-        if entry is not None and entry[2] == digest and entry[3] == module:
-            summary = entry[5]
+            ordered = sorted(stale, key=_size, reverse=True)
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                entries = list(pool.map(_summarised, ordered, chunksize=max(1, min(16, len(ordered) // (jobs * 8)))))
         else:
-            source = source_of(key, data)
-            summary = summarise(source, module, is_package) if source is not None else empty_summary()
-        self.entries[key] = [info.st_size, info.st_mtime_ns, digest, module, is_package, summary]
-        self.dirty = True
-        return module, is_package, summary
+            ordered, entries = stale, [_summarised(path) for path in stale]
+        for key, entry in zip(ordered, entries):
+            if entry is not None:
+                self.entries[key] = entry
+                self.dirty = True
+                found[key] = (entry[3], entry[4], entry[5])
+        return found
 
     def save(self, keep: set[str]) -> None:
         if self.file is None or not self.dirty:
@@ -458,22 +463,54 @@ class SummaryStore:
             pass  # the index is rebuilt next time
 
 
+# Below this many files to summarise, a pool costs more than it saves.
+MIN_FILES_FOR_POOL = 32
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _summarised(path: str) -> list | None:
+    """A store entry for the file at `path`: [size, mtime, content hash, module, is package,
+    summary]; None if it cannot be read."""
+    from jaxguard.lint.files import read_bytes
+
+    try:
+        info = os.stat(path)
+        data = read_bytes(path)
+    except (OSError, ValueError):
+        return None
+    module, is_package = module_name(Path(path))
+    source = source_of(path, data)
+    summary = summarise(source, module, is_package) if source is not None else empty_summary()
+    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    return [info.st_size, info.st_mtime_ns, digest, module, is_package, summary]
+
+
 def _store_version() -> str:
     from jaxguard.lint.cache import fingerprint
 
     return f"{VERSION}|{fingerprint()}"
 
 
-def project_views(paths: list[str], cache_dir: str | None, exclude: list[str], config_root: Path) -> dict[str, ProjectView]:
+def project_views(
+    paths: list[str], cache_dir: str | None, exclude: list[str], config_root: Path, jobs: int = 1
+) -> dict[str, ProjectView]:
     """path -> the view of each file, from the index of the project it belongs to."""
     views = {}
-    for index, members in build_index(paths, cache_dir, exclude, config_root):
+    for index, members in build_index(paths, cache_dir, exclude, config_root, jobs):
         for path in members:
             views[path] = index.view(path)
     return views
 
 
-def build_index(paths: list[str], cache_dir: str | None, exclude: list[str], config_root: Path) -> list[tuple[ProjectIndex, list[str]]]:
+def build_index(
+    paths: list[str], cache_dir: str | None, exclude: list[str], config_root: Path, jobs: int = 1
+) -> list[tuple[ProjectIndex, list[str]]]:
     """The index of each project the paths belong to, with the paths in it."""
     by_root: dict[Path | None, list[str]] = {}
     for path in paths:
@@ -485,11 +522,7 @@ def build_index(paths: list[str], cache_dir: str | None, exclude: list[str], con
         if root is not None:
             files.update(os.path.abspath(p) for p in project_files(root, exclude, config_root))
         store = SummaryStore(cache_dir, root or Path(os.path.commonpath(sorted(files))))
-        modules = {}
-        for path in sorted(files):
-            found = store.summary(path)
-            if found is not None:
-                modules[path] = found
+        modules = store.summaries(sorted(files), jobs)
         if len(modules) > 1:  # a file alone has no project facts worth keeping
             store.save(set(modules))
         indexes.append((ProjectIndex(modules), members))

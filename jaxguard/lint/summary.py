@@ -140,15 +140,20 @@ class _Summariser:
                 }
         summary = self.summary
         summary["imports"] = dict(self.imports)
+        functions = [(node, owner, _Flat(node)) for node, owner in _named_functions(tree)]
+        module_code = _Flat(tree, roots=_module_code(tree.body, main=True))  # what runs as a script
+        at_import = _Flat(tree, roots=_module_code(tree.body, main=False))
         x64_helpers = {
-            node.name for node in tree.body if isinstance(node, ast.FunctionDef) and any(self._enables_x64(n) for n in ast.walk(node))
+            node.name
+            for node, owner, flat in functions
+            if owner == node.name and any(map(self._enables_x64, [*flat.calls, *flat.assignments]))
         }
+        for inner in [*at_import.calls, *at_import.assignments]:
+            if self._enables_x64(inner) or (
+                isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in x64_helpers
+            ):
+                summary["x64"] = True
         for node in _module_level(tree.body):
-            for inner in ast.walk(node):
-                if self._enables_x64(inner) or (
-                    isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in x64_helpers
-                ):
-                    summary["x64"] = True
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self._alias(node.targets[0].id, node.value)
         fields: set[str] = set()  # every annotated class field: a static field's name may be reused
@@ -158,20 +163,15 @@ class _Summariser:
                 fields.update(
                     item.target.id for item in node.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
                 )
-        for node, owner in _named_functions(tree):
-            self._function(owner, node, owner.split(".")[0] if "." in owner else None)
-        self._marks(tree)
+        for node, owner, flat in functions:
+            self._function(owner, node, owner.split(".")[0] if "." in owner else None, flat)
+        self._marks(functions, module_code)
         summary["fields"] = sorted(fields)
-        summary["module_calls"] = self._module_calls(tree)
-        return summary
-
-    def _module_calls(self, tree: ast.Module) -> list[str]:
-        """What the module's own code calls when it runs (a script, a notebook's cells)."""
-        return sorted({
-            target
-            for node in _walk_own(tree)
-            if isinstance(node, ast.Call) and (target := self.qualify(node.func)) is not None
+        # what the module's own code calls when it runs (a script, a notebook's cells)
+        summary["module_calls"] = sorted({
+            target for node in module_code.own_calls if (target := self.qualify(node.func)) is not None
         })
+        return summary
 
     def _alias(self, name: str, value: ast.AST) -> None:
         """`f = g`, `f = jax.jit(g)`, `f = partial(g, ...)`: calling `f` calls `g`."""
@@ -233,41 +233,30 @@ class _Summariser:
         return found
 
     # transformations -----------------------------------------------------------------
-    def _marks(self, tree: ast.Module) -> None:
+    def _marks(self, functions, module_code: _Flat) -> None:
         """Every transformation this module applies to a function, wherever it is written:
         [transform, target qualified name, static argnums, static argnames, positional
         arguments bound by a `partial`]."""
         marks = self.summary["marks"]
-        for scope_node, cls, local in self._scopes(tree):
-            self_name = _first_param(scope_node) if cls else None
-            for node in _walk_own(scope_node):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node is not scope_node:
-                    continue
-                if isinstance(node, ast.Call):
-                    for transform, target, spec in self._transform_targets(node, local, cls, self_name):
-                        marks.append([transform, target, *spec])
-        for node, owner in _named_functions(tree):
+        scopes = [(module_code, None, {}, None)]
+        for node, owner, flat in functions:
+            cls = owner.split(".")[0] if "." in owner else None
+            scopes.append((flat, cls, self._local_imports(flat), _first_param(node) if cls else None))
+        for flat, cls, local, self_name in scopes:
+            for call in flat.own_calls:
+                for transform, target, spec in self._transform_targets(call, local, cls, self_name):
+                    marks.append([transform, target, *spec])
+        for node, owner, _ in functions:
             for decorator in node.decorator_list:
                 found = self._transform_of(decorator)
                 if found is not None:
                     marks.append([found[0], f"{self.module}.{owner}", *_static_spec(found[1]), 0])
 
-    def _scopes(self, tree: ast.Module):
-        yield tree, None, {}
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield node, None, self._local_imports(node)
-            elif isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        yield item, node.name, self._local_imports(item)
-
-    def _local_imports(self, function) -> dict[str, str]:
-        local: dict[str, str] = {}
-        for node in ast.walk(function):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                self._read_imports([node], local)
-        return local
+    def _local_imports(self, flat: _Flat) -> dict[str, str]:
+        if flat.imports is None:
+            flat.imports = {}
+            self._read_imports([n for n in flat.nodes if isinstance(n, (ast.Import, ast.ImportFrom))], flat.imports)
+        return flat.imports
 
     def _transform_of(self, node: ast.AST) -> tuple[str, ast.Call | None] | None:
         """`jax.jit`, `jax.jit(static_argnums=...)`, `partial(jax.jit, ...)` as a decorator."""
@@ -329,17 +318,15 @@ class _Summariser:
         return self.qualify(node, local, cls, self_name), positional, keywords
 
     # functions -----------------------------------------------------------------------
-    def _function(self, qualname: str, node, cls: str | None) -> None:
-        local = self._local_imports(node)
+    def _function(self, qualname: str, node, cls: str | None, flat: _Flat) -> None:
+        local = self._local_imports(flat)
         params = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
         decorators = [_dotted(d if not isinstance(d, ast.Call) else d.func) or "" for d in node.decorator_list]
         is_method = cls is not None and "staticmethod" not in decorators
         self_name = params[0] if is_method and params else None
         calls: set[str] = set()
         method_calls: set[str] = set()
-        for inner in ast.walk(node):
-            if not isinstance(inner, ast.Call):
-                continue
+        for inner in flat.calls:
             target = self.qualify(inner.func, local, cls, self_name)
             if target is not None:
                 calls.add(target)
@@ -357,18 +344,15 @@ class _Summariser:
             "calls": sorted(calls),
             "method_calls": sorted(method_calls),
             "keys": {},
-            "static": _StaticResult(self, node, local, cls, self_name).result(),
+            "static": _StaticResult(self, node, flat, local, cls, self_name).result(),
         }
-        parents: dict[int, ast.AST] = {}
         loads: dict[str, list[ast.Name]] = {}
-        for inner in ast.walk(node):
-            for child in ast.iter_child_nodes(inner):
-                parents[id(child)] = inner
-            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load):
+        for inner in flat.names:
+            if isinstance(inner.ctx, ast.Load):
                 loads.setdefault(inner.id, []).append(inner)
         for param in params:
             # any parameter may receive a key from a caller; only what is not IGNORES is kept
-            verdict = _KeyUses(self, param, loads.get(param, []), parents, local, cls, self_name).verdict()
+            verdict = _KeyUses(self, param, loads.get(param, []), flat.parents, local, cls, self_name).verdict()
             if verdict != IGNORES:
                 info["keys"][param] = verdict
         self.summary["functions"][qualname] = info
@@ -446,11 +430,12 @@ class _StaticResult:
     shape, dtype, flag or literal, or the result of a project function the index finds
     static ([True] / [False] / ["calls", names...]: decided by the index)."""
 
-    def __init__(self, summariser: _Summariser, function, local, cls, self_name) -> None:
+    def __init__(self, summariser: _Summariser, function, flat: _Flat, local, cls, self_name) -> None:
         self.s, self.function, self.local, self.cls, self.self_name = summariser, function, local, cls, self_name
+        self.flat = flat
         self.needs: set[str] = set()
         self.assigned: dict[str, list[ast.AST]] = {}
-        for node in ast.walk(function):
+        for node in flat.assignments:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
@@ -461,8 +446,8 @@ class _StaticResult:
     def result(self):
         if _static_annotation(self.function.returns):
             return True
-        returns = [n for n in _walk_own(self.function) if isinstance(n, ast.Return)]
-        if not returns or any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk_own(self.function)):
+        returns = self.flat.own_returns
+        if not returns or self.flat.generator:
             return False
         for node in returns:
             if node.value is None or not self._static(node.value, 0):
@@ -612,14 +597,83 @@ def _is_main_guard(node: ast.If) -> bool:
     return isinstance(test, ast.Compare) and _dotted(test.left) == "__name__"
 
 
-def _walk_own(function):
-    """The nodes of a function's body, not those of functions nested in it."""
-    stack = list(ast.iter_child_nodes(function))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
+_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef})
+_ASSIGNMENTS = (ast.Assign, ast.AugAssign, ast.AnnAssign)
+
+
+class _Flat:
+    """One walk over a function (or the module's own code), sorted into what the summary
+    reads: walking a tree in Python costs more than parsing it, so it is walked once.
+    `own_*`: outside functions and classes nested in it."""
+
+    def __init__(self, root: ast.AST, roots: list[ast.AST] | None = None) -> None:
+        self.nodes: list[ast.AST] = []
+        self.parents: dict[int, ast.AST] = {}
+        self.calls: list[ast.Call] = []
+        self.own_calls: list[ast.Call] = []
+        self.names: list[ast.Name] = []
+        self.assignments: list[ast.AST] = []
+        self.own_returns: list[ast.Return] = []
+        self.generator = False
+        self.imports: dict[str, str] | None = None
+        stack = [(child, True) for child in (_children(root) if roots is None else roots)]
+        parents = self.parents
+        for child, _ in stack:
+            parents[id(child)] = root
+        while stack:
+            node, own = stack.pop()
+            self.nodes.append(node)
+            kind = type(node)
+            if kind is ast.Name:
+                self.names.append(node)
+                continue
+            if kind is ast.Call:
+                self.calls.append(node)
+                if own:
+                    self.own_calls.append(node)
+            elif kind in _ASSIGNMENTS:
+                self.assignments.append(node)
+            elif own and kind is ast.Return:
+                self.own_returns.append(node)
+            elif own and kind in (ast.Yield, ast.YieldFrom):
+                self.generator = True
+            inner = own and kind not in _SCOPES
+            for child in _children(node):
+                if type(child) in _WITH_PARENT:  # what the key analysis looks up from
+                    parents[id(child)] = node
+                stack.append((child, inner))
+
+
+_WITH_PARENT = frozenset({ast.Name, ast.Call, ast.keyword})
+_CONTEXTS = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """ast.iter_child_nodes without the context and operator leaves (nothing to read there)."""
+    found = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, list):
+            found.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, _CONTEXTS))
+        elif isinstance(value, ast.AST) and not isinstance(value, _CONTEXTS):
+            found.append(value)
+    return found
+
+
+def _module_code(body, main: bool) -> list[ast.AST]:
+    """The module's statements (with `main`: also its `if __name__ == "__main__":` block),
+    not its function or class bodies."""
+    found = []
+    for node in body:
+        if isinstance(node, ast.If) and _is_main_guard(node):
+            if main:
+                found.extend(_module_code(node.body, main))
+        elif isinstance(node, (ast.If, ast.Try)) or type(node).__name__ == "TryStar":
+            for block in _blocks(node):
+                found.extend(_module_code(block, main))
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append(node)
+    return found
 
 
 _BUILTINS = frozenset(dir(__import__("builtins")))
