@@ -328,3 +328,22 @@ def test_a_classmethod_of_another_module_binds_cls(tmp_path):
         ),
     })
     assert check(root, "pkg") == [("pkg/mix.py", 5, "JG601")]
+
+
+def test_the_index_lives_in_the_tagged_cache_and_clean_deletes_it(tmp_path):
+    root = keys_package(tmp_path)
+    subprocess.run([sys.executable, "-m", "jaxguard", "check", "pkg", "--fix"], cwd=root, capture_output=True)
+    cache = root / ".jaxguard_cache"
+    assert (cache / "CACHEDIR.TAG").is_file() and (cache / ".gitignore").is_file()
+    assert list((cache / "index").glob("*.json"))
+    assert subprocess.run([sys.executable, "-m", "jaxguard", "clean"], cwd=root, capture_output=True).returncode == 0
+    assert not cache.exists()
+
+
+def test_a_users_folder_named_like_the_cache_is_not_written_into(tmp_path):
+    root = keys_package(tmp_path)
+    mine = root / ".jaxguard_cache"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    assert ("pkg/runner.py", 6, "JG601") in check(root, "pkg")
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]

@@ -113,7 +113,7 @@ class Cache:
     def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
         entry = self._entry(key)
         try:
-            if not self._prepare():
+            if not self.prepare():
                 return
             entry.parent.mkdir(parents=True, exist_ok=True)
             fd, temporary = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
@@ -128,7 +128,7 @@ class Cache:
         except (OSError, TypeError, ValueError):
             pass  # a cache that cannot be written is only slower
 
-    def _prepare(self) -> bool:
+    def prepare(self) -> bool:
         """Make the directory a cache (tagged, git-ignored); False if it is someone else's: a
         folder of that name that holds files but no CACHEDIR.TAG is left alone."""
         if self._usable is None:

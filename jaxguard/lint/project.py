@@ -406,6 +406,7 @@ class SummaryStore:
 
     def __init__(self, cache_dir: str | None, root: Path) -> None:
         self.file = None
+        self.cache_dir = cache_dir
         self.entries: dict[str, list] = {}
         self.dirty = False
         if cache_dir is not None:
@@ -452,8 +453,12 @@ class SummaryStore:
     def save(self, keep: set[str]) -> None:
         if self.file is None or not self.dirty:
             return
+        from jaxguard.lint.cache import Cache
+
         entries = {k: v for k, v in self.entries.items() if k in keep}
         try:
+            if not Cache(Path(self.cache_dir)).prepare():
+                return  # a folder of that name that is not jaxguard's: left alone
             self.file.parent.mkdir(parents=True, exist_ok=True)
             fd, temporary = tempfile.mkstemp(dir=self.file.parent, prefix=".index-", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
