@@ -146,7 +146,8 @@ def _rules() -> int:
 
     for code, rule in catalog().items():
         default = "on" if rule.default_on else "opt-in"
-        print(f"{code}  {rule.name:<36} {default:<7} {rule.fix_kind}")
+        where = "" if rule.in_tests or not rule.default_on else "  (off in test files)"
+        print(f"{code}  {rule.name:<36} {default:<7} {rule.fix_kind}{where}")
     return EXIT_CLEAN
 
 

@@ -1,7 +1,7 @@
 """`[tool.jaxguard]` in pyproject.toml, merged with command-line options.
 
 Keys: select, ignore, extend-select, per-file-ignores, exclude, extend-exclude,
-traced-decorators, x64. An unknown key or code is an error naming the closest valid one.
+traced-decorators, x64, test-files. An unknown key or code is an error naming the closest valid one.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from jaxguard.lint.discover import glob_spec
+from jaxguard.lint.discover import TEST_FILES, glob_spec, is_test_file
 from jaxguard.lint.settings import LintSettings
-from jaxguard.lint.registry import SelectionError, resolve_selection
+from jaxguard.lint.registry import SelectionError, quiet_in_tests, resolve_selection
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,6 +29,7 @@ KNOWN_KEYS = (
     "extend-exclude",
     "traced-decorators",
     "x64",
+    "test-files",
 )
 
 
@@ -47,27 +48,31 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     traced_decorators: list[str] = field(default_factory=list)
     x64: bool = False
+    test_files: list[str] = field(default_factory=lambda: list(TEST_FILES))
     _known_settings: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def settings_for(self, path: str) -> LintSettings:
         """The effective settings for one file (per-file ignores applied)."""
         matched: tuple[str, ...] = ()
+        relative = self._relative(path)
         if self.per_file_ignores:
-            relative = self._relative(path)
             matched = tuple(
                 pattern
                 for pattern in self.per_file_ignores
                 if glob_spec([pattern]).match_file(relative)
             )
-        return self._settings(matched)
+        return self._settings(matched, is_test_file(relative, tuple(self.test_files)))
 
-    def _settings(self, matched: tuple[str, ...]) -> LintSettings:
+    def _settings(self, matched: tuple[str, ...], test: bool = False) -> LintSettings:
         """The settings with the per-file ignores of `matched` patterns (each selection resolved once)."""
         ignore = self.ignore + [code for pattern in matched for code in self.per_file_ignores[pattern]]
-        key = (tuple(self.select or ()), self.select is None, tuple(ignore), tuple(self.extend_select))
+        key = (tuple(self.select or ()), self.select is None, tuple(ignore), tuple(self.extend_select), test)
         known = self._known_settings.get(key)
         if known is None:
-            known = self._known_settings[key] = frozenset(resolve_selection(self.select, ignore, self.extend_select, self._where()))
+            known = frozenset(resolve_selection(self.select, ignore, self.extend_select, self._where()))
+            if test:
+                known = quiet_in_tests(known, self.select, self.extend_select)
+            self._known_settings[key] = known
         return LintSettings(known, tuple(self.traced_decorators), self.x64)
 
     def _relative(self, path: str) -> str:
@@ -87,7 +92,9 @@ class Config:
                 resolve_selection(None, codes, [], f"{self._where()} per-file-ignores[{pattern!r}]")
         except SelectionError as error:
             raise ConfigError(str(error)) from None
-        for key, patterns in (("exclude", self.exclude), ("per-file-ignores", list(self.per_file_ignores))):
+        for key, patterns in (
+            ("exclude", self.exclude), ("per-file-ignores", list(self.per_file_ignores)), ("test-files", self.test_files)
+        ):
             for pattern in patterns:
                 try:
                     glob_spec([pattern])
@@ -160,6 +167,8 @@ def load_config(path: Path | None) -> Config:
             config.exclude += _string_list(value, key, path)
         elif key == "traced-decorators":
             config.traced_decorators = _string_list(value, key, path)
+        elif key == "test-files":
+            config.test_files = _string_list(value, key, path)
         elif key == "x64":
             if not isinstance(value, bool):
                 raise ConfigError(f"{path}: [tool.jaxguard] x64 must be true or false")

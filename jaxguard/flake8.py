@@ -8,6 +8,7 @@ decides that itself. Fixes are CLI-only.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from jaxguard._version import __version__
@@ -15,7 +16,9 @@ from jaxguard.lint.engine import LintSettings, lint_source
 from jaxguard.lint.registry import all_rules
 
 
+@functools.lru_cache(maxsize=1)
 def _config():
+    """The [tool.jaxguard] of the directory flake8 runs in (read once per process)."""
     from jaxguard.config import ConfigError, find_pyproject, load_config
 
     try:
@@ -32,6 +35,25 @@ def _settings(selected: set[str]) -> LintSettings:
         tuple(config.traced_decorators) if config else (),
         config.x64 if config else False,
     )
+
+
+def _in_tests(settings: LintSettings, filename: str, selected: tuple[str, ...]) -> LintSettings:
+    """In a test file, the rules that are off in tests stay on only if selected by code."""
+    import dataclasses
+
+    from jaxguard.lint.discover import is_test_file
+    from jaxguard.lint.registry import quiet_in_tests
+
+    config = _config()
+    root = config.root if config is not None else Path.cwd()
+    try:
+        relative = Path(filename).resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError, RuntimeError):
+        relative = Path(filename).as_posix()
+    patterns = tuple(config.test_files) if config is not None else None
+    if not (is_test_file(relative, patterns) if patterns is not None else is_test_file(relative)):
+        return settings
+    return dataclasses.replace(settings, enabled=quiet_in_tests(settings.enabled, list(selected), []))
 
 
 def _with_project(settings: LintSettings, filename: str, source: str) -> LintSettings:
@@ -63,15 +85,18 @@ class JaxGuardChecker:
         self.filename = filename
         self.lines = lines
 
+    selected: tuple[str, ...] = ()
+
     @classmethod
     def parse_options(cls, options) -> None:
         selected = {code.strip().upper() for code in [*(options.select or []), *(getattr(options, "extend_select", None) or [])]}
         cls.settings = _settings(selected)
+        cls.selected = tuple(sorted(selected))
 
     def run(self):
         if JaxGuardChecker.settings is None:
             JaxGuardChecker.settings = _settings(set())
         source = "".join(self.lines)
-        settings = _with_project(JaxGuardChecker.settings, self.filename, source)
+        settings = _with_project(_in_tests(JaxGuardChecker.settings, self.filename, JaxGuardChecker.selected), self.filename, source)
         for d in lint_source(source, self.filename, settings).diagnostics:
             yield d.line, d.column - 1, f"{d.code} {d.message}", type(self)

@@ -78,9 +78,10 @@ def test_a_key_drawn_by_a_helper_in_another_module_is_consumed(tmp_path):
     assert not any(line == 10 for _, line, _ in lines)  # finalize never touches its key
 
 
-def test_without_the_index_a_helper_that_ignores_the_key_is_taken_for_a_draw(tmp_path):
+def test_without_the_index_a_helper_that_ignores_the_key_is_a_possible_draw(tmp_path):
+    # a possible draw beside a certain one is reported: the helper that ignores its key too
     root = keys_package(tmp_path)
-    assert ("pkg/runner.py", 10, "JG601") in check(root, "pkg", "--no-project-index")
+    assert check(root, "pkg", "--no-project-index") == [("pkg/runner.py", 6, "JG601"), ("pkg/runner.py", 10, "JG601")]
 
 
 def test_a_key_passed_on_through_two_modules_is_followed(tmp_path):
@@ -218,7 +219,7 @@ def test_a_where_is_reported_where_another_module_differentiates_it(tmp_path):
         "pkg/losses.py": WHERE_LOSS,
         "pkg/train.py": "import jax\nfrom pkg.losses import loss\ndef step(x):\n    return jax.grad(loss)(x)\n",
     })
-    assert found(root, "pkg") == {("pkg/losses.py", "JG802")}
+    assert found(root, "pkg", "--select", "JG802") == {("pkg/losses.py", "JG802")}
 
 
 def test_a_where_nobody_differentiates_is_silent(tmp_path):
@@ -227,7 +228,7 @@ def test_a_where_nobody_differentiates_is_silent(tmp_path):
         "pkg/losses.py": WHERE_LOSS,
         "pkg/train.py": "import jax\nfrom pkg.losses import loss\nstep = jax.jit(loss)\n",
     })
-    assert ("pkg/losses.py", "JG802") not in found(root, "pkg")
+    assert ("pkg/losses.py", "JG802") not in found(root, "pkg", "--select", "JG802")
 
 
 # --- front doors --------------------------------------------------------------------------
@@ -347,3 +348,34 @@ def test_a_users_folder_named_like_the_cache_is_not_written_into(tmp_path):
     (mine / "notes.txt").write_text("mine")
     assert ("pkg/runner.py", 6, "JG601") in check(root, "pkg")
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+
+def test_x64_enabled_by_a_config_callback_registered_at_import(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "from . import flags\n",
+        "pkg/flags.py": (
+            "import os\nfrom jax import config as jax_config\n\ndef _update_x64(val):\n"
+            "    jax_config.update('jax_enable_x64', val)\n\n"
+            "define('ENABLE_X64', default=os.environ.get('X', True), callback=_update_x64)\n"
+        ),
+        "pkg/ops.py": X64_MODULE,
+    })
+    assert ("pkg/ops.py", "JG903") not in found(root, "pkg")
+    (root / "pkg/flags.py").write_text("from jax import config\nconfig.update('jax_enable_x64', False)\n")
+    assert ("pkg/ops.py", "JG903") in found(root, "pkg")
+
+
+def test_a_project_class_whose_constructor_draws_is_a_draw(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/acting.py": (
+            "import jax\nclass Evaluator:\n    def __init__(self, env, key):\n        self.keys = jax.random.split(key, 4)\n"
+            "class Holder:\n    def __init__(self, key):\n        self.key = None\n"
+        ),
+        "pkg/train.py": (
+            "import jax\nfrom pkg.acting import Evaluator, Holder\n"
+            "def run(env, eval_key):\n    keys = jax.random.split(eval_key)\n    ev = Evaluator(env, eval_key)\n    return keys, ev\n"
+            "def keep(key):\n    h = Holder(key)\n    return h, jax.random.normal(key)\n"
+        ),
+    })
+    assert check(root, "pkg") == [("pkg/train.py", 5, "JG602")]

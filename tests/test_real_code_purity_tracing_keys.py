@@ -296,6 +296,7 @@ def test_a_key_handed_to_haiku_apply_is_no_reuse_as_the_model_may_draw_nothing()
     """
     assert "JG603" in found(looped)
     # without Haiku, `.apply(params, key, x)` is some other library's call that takes the key
+    # (a possible draw), after an `init` that certainly drew from it
     flax_like = HAIKU_APPLY.replace("import haiku as hk\n", "").replace("hk.transform(lambda x: hk.Linear(3)(x))", "make()")
     assert "JG601" in found(flax_like)
 

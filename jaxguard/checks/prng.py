@@ -53,6 +53,10 @@ class Use:
     # layers) or to a side stream of a Flax `init`: a possible consumption, never
     # reported as a reuse either way
     maybe: bool = False
+    # handed to code whose behaviour is not read (another library, an object's method): it
+    # may draw; reported only beside a proven draw of the same key, never beside another
+    # possible one
+    possible: bool = False
 
 
 @dataclass
@@ -276,16 +280,24 @@ class KeyFlow:
         if PREDICATE.match(consumer.rsplit(".", 1)[-1]):
             return  # `is_prng_key(key)`, `check_key(key)`: looking is not drawing
         callee = self.facts.function_for(call.func, self.scope)
+        if callee is None and _stores(call, name) and not (self.facts.project and self.facts.project.callee(name)):
+            return  # a constructor, `replace`, a container or a logger keeps the key: no draw
         haiku_apply = self._is_haiku_apply(call.func)
         side_streams = _init_side_streams(call)
         for key, arg, node in found:
             param = _receiving_param(self.facts, callee, call, arg) if callee is not None and node is arg.value else None
             if param is not None and not consumes_param(self.facts, callee, param):
                 continue  # the callee ignores it, or re-derives it with fold_in
-            if callee is None and node is arg.value and project_key_verdict(self.facts, name, call, arg) == IGNORES:
+            verdict = project_key_verdict(self.facts, name, call, arg) if callee is None and node is arg.value else None
+            if verdict == IGNORES:
                 continue  # a function of another project module that never draws from it
+            # A draw is proven by this module's own function, the project index, or a known
+            # sampling API; a key handed to anything else (a constructor, a logger, a library
+            # whose code is not read) may or may not be drawn from: a possible draw, never
+            # paired with another use.
+            proven = callee is not None or verdict == DRAWS or _samples(call)
             maybe = (haiku_apply and arg.keyword is None and node is arg.value) or id(node) in side_streams
-            self._consume(key, node, consumer, False, state, maybe)
+            self._consume(key, node, consumer, False, state, maybe, possible=not proven)
 
     def _passed_keys(self, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
         """Known keys an argument passes: itself, or items of a literal tuple, list or dict
@@ -338,8 +350,10 @@ class KeyFlow:
         except Exception:
             return "a function"
 
-    def _consume(self, key: str, node, consumer: str, is_split: bool, state: _State, maybe: bool = False) -> None:
-        use = Use(key, node, consumer, is_split, self.statement, maybe)
+    def _consume(
+        self, key: str, node, consumer: str, is_split: bool, state: _State, maybe: bool = False, possible: bool = False
+    ) -> None:
+        use = Use(key, node, consumer, is_split, self.statement, maybe, possible)
         base = key.split("[")[0]
         if base == self.key_param and base not in state.rebound:
             self.param_consumed = True
@@ -350,6 +364,8 @@ class KeyFlow:
             if previous.maybe and not use.maybe:
                 state.consumed[key] = use  # a later use is judged against a certain one
             return
+        if previous is not None and previous.possible and use.possible:
+            return  # two calls whose code is not read: no draw is proven
         if previous is not None:
             self.findings.append(Finding("JG602" if previous.is_split else "JG601", use, previous))
         else:
@@ -397,6 +413,33 @@ def _init_side_streams(call: cst.Call) -> set[int]:
         for element in arg.value.elements
         if isinstance(element, cst.DictElement) and literal_str(element.key) not in (None, "params")
     }
+
+
+# Well-known APIs outside the project that draw from the key they are given: a model's
+# `init` (Flax, Haiku, Equinox-style), a distribution's `sample` (distrax, TFP, numpyro).
+SAMPLING_METHODS = frozenset({"init", "init_with_output", "sample", "sample_n", "sample_and_log_prob", "rvs"})
+
+
+# Calls that keep what they are given rather than draw from it.
+STORING_METHODS = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault", "replace", "put"})
+LOGGING_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+
+
+def _stores(call: cst.Call, qualified: str | None) -> bool:
+    """A constructor (`State(rng=key)`), `dataclasses.replace`/`.replace(...)`, a container's
+    `append`, a logger: the key is kept or shown, not drawn from."""
+    func = call.func
+    tail = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
+    if qualified is not None and (qualified.startswith("logging.") or qualified == "dataclasses.replace"):
+        return True
+    if tail in STORING_METHODS or (isinstance(func, cst.Attribute) and tail in LOGGING_METHODS):
+        return True
+    return tail[:1].isupper() and not tail.isupper()  # a class: `MetropolisState(rng=key)`
+
+
+def _samples(call: cst.Call) -> bool:
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value in SAMPLING_METHODS
 
 
 def _is_clone(func: cst.BaseExpression) -> bool:
@@ -577,6 +620,7 @@ def _lax_loop_of(facts: ModuleFacts, info) -> str | None:
 
 
 class _KeyRule(Rule):
+    in_tests = False  # tests reuse keys on purpose (comparing two implementations on one key)
     def finish(self) -> None:
         for finding in key_flow(self.ctx.facts, self.ctx.source):
             if finding.code == self.code:
@@ -626,14 +670,18 @@ class KeyReuse(_KeyRule):
         "from jax import random\nkey = random.PRNGKey(0)\nprint(random.normal(key, shape=(1,)))\nprint(key)\nprint(random.normal(key, shape=(1,)))\n",
         "import jax\ndef init(key):\n    w = jax.random.normal(key, (3, 3))\n    b = jax.random.uniform(key, (3,))\n    return w, b\n",
         "import jax\ndef f(key, flag):\n    if flag:\n        a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return b\n",
-        "import jax\ndef make(layer_a, layer_b):\n    rng = jax.random.PRNGKey(0)\n    return layer_a(rng), layer_b(rng)\n",
         # a callee of this module that does draw from the key it is given
         "import jax\ndef noise(key, n):\n    return jax.random.normal(key, (n,))\ndef f(key):\n    return noise(key, 2), noise(key, 3)\n",
-        # a key handed on in a tuple (a scan carry) or an `rngs` dict
-        "import jax\ndef f(model, x, step):\n    key = jax.random.key(0)\n    y = model.apply(x, rngs={'dropout': key})\n"
-        "    return jax.lax.scan(step, (x, key), None, length=3), y\n",
+        # a model's init draws its parameters from the key
+        "import jax\ndef f(model, x):\n    key = jax.random.key(0)\n    params = model.init(key, x)\n"
+        "    return params, jax.random.normal(key, x.shape)\n",
     )
     valid = (
+        # callables whose code is not read: the key may or may not be drawn from (unknown)
+        "import jax\ndef make(layer_a, layer_b):\n    rng = jax.random.PRNGKey(0)\n    return layer_a(rng), layer_b(rng)\n",
+        # a key stored in a tuple (a scan carry), an `rngs` dict, a logger: not draws
+        "import jax\nimport logging\ndef f(model, x, step):\n    key = jax.random.key(0)\n    logging.info('key %s', key)\n"
+        "    y = model.apply(x, rngs={'dropout': key})\n    return jax.lax.scan(step, (x, key), None, length=3), y\n",
         "from jax import random\nkey = random.PRNGKey(0)\nkey, subkey = random.split(key)\nx = random.normal(subkey, (1,))\nkey, subkey = random.split(key)\ny = random.normal(subkey, (1,))\n",
         "import jax\ndef f(key, flag):\n    if flag:\n        return jax.random.normal(key)\n    return jax.random.uniform(key)\n",
         "import jax\nkey = jax.random.key(0)\nkeys = jax.random.split(key, 3)\na = jax.random.normal(keys[0])\nb = jax.random.normal(keys[1])\n",
@@ -765,6 +813,7 @@ class KeyReusedInLoop(_KeyRule):
 
 @register
 class ConstantSeedInLoop(Rule):
+    in_tests = False  # a test's fixed seed in a loop is how tests are made repeatable
     code = "JG604"
     name = "prng-constant-seed-in-loop"
     summary = "A PRNG key made from a constant seed inside a loop or a traced function: the same key each time"

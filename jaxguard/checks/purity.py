@@ -622,6 +622,9 @@ class TracedWritesOuterState(Rule):
         "import jax\ncalls = 0\n@jax.jit\ndef f(x):\n    global calls\n    calls += 1\n    return x\n",
     )
     valid = (
+        # an object built inside traced code: its constructor sets its own attributes
+        "import jax\nclass Gaussian:\n    def __init__(self, loc, scale):\n        self.loc = loc\n        self.scale = scale\n"
+        "@jax.jit\ndef f(x):\n    g = Gaussian(x, 1.0)\n    return g.loc\n",
         "import jax\n@jax.jit\ndef f(x):\n    class Box:\n        pass\n    b = Box()\n    b.value = x\n    return b.value\n",
         "import jax\ncounter = 0\ndef log():\n    global counter\n    counter += 1\n",
         "import jax\n@jax.jit\ndef f(x):\n    global CONSTANT\n    return x * CONSTANT\n",
@@ -665,7 +668,7 @@ class TracedWritesOuterState(Rule):
                 self.report(name_node, self.message.format(target=name))
         if isinstance(target, cst.Attribute):
             root = _root_name(target)
-            if root is None or _created_locally(ctx, root):
+            if root is None or _created_locally(ctx, root) or _being_constructed(ctx, root):
                 return
             # a returned argument's data may change; a string (static metadata) changes only while tracing
             if _handed_back(ctx, root) and not isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
@@ -702,6 +705,20 @@ def _created_locally(ctx, name: str) -> bool:
         and owner.function is not None
         and name not in owner.params
         and (name in owner.values or name in owner.defs or name in owner.classes)
+    )
+
+
+def _being_constructed(ctx, name: str) -> bool:
+    """`self` in `__init__`/`__post_init__`: the object is made by this very call, in traced
+    code as much as anywhere (a distribution or layer built inside a jitted function)."""
+    function = ctx.function
+    return (
+        function is not None
+        and function.class_name is not None
+        and function.name in ("__init__", "__post_init__")
+        and bool(function.params)
+        and function.params[0] == name
+        and ctx.scope.lookup(name) is function.scope
     )
 
 
@@ -852,8 +869,10 @@ class TracedMutatesOuterContainer(Rule):
     def _check_subscript(self, target: cst.Subscript) -> None:
         if not self.ctx.in_traced or not isinstance(target.value, cst.Name):
             return
-        # An array parameter indexed in place is JG301's; a string key means a dict.
-        if self.ctx.kind_of(target.value) == kinds.JAX and not _string_index(target):
+        # An array parameter indexed in place is JG301's; a string key means a dict. Any
+        # other target must be known to be a list, dict or set: an unknown object indexed
+        # with a number or slice may be a Pallas Ref, a NumPy buffer or an array.
+        if self.ctx.kind_of(target.value) not in CONTAINER_KINDS and not _string_index(target):
             return
         self._check(target.value, target)
 

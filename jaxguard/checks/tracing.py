@@ -684,6 +684,11 @@ class JitInLoop(Rule):
         "import jax\ndef step(x):\n    return x + 1\nx = 0.0\nfor _ in range(10):\n    x = jax.jit(step)(x)\n",
     )
     valid = (
+        # a sweep: each iteration has a new static value or a new shape, so it compiles anyway
+        "import jax\nimport jax.numpy as jnp\ndef f(x, n):\n    return x * n\ndef sweep():\n    for n in range(3):\n"
+        "        y = jax.jit(f, static_argnums=(1,))(jnp.ones(3), n)\n",
+        "import jax\nimport jax.numpy as jnp\ndef f(x):\n    return x\ndef shapes():\n    for shape in ((1,), (3,)):\n"
+        "        x = jnp.zeros(shape + (2,))\n        y = jax.jit(f)(x)\n",
         "import jax\nupdate = jax.jit(lambda p: p * 0.9)\nparams = 1.0\nfor _ in range(10):\n"
         "    params = update(params)\n",
         # a factory that returns the jitted step (flax/optax style): built once per call site
@@ -790,6 +795,8 @@ class JitInLoop(Rule):
                         "a new function object every iteration",
                         function=self._function_node(built),
                     )
+                elif self._compiles_each_iteration(built, node):
+                    pass  # a new static value or shape every iteration: it compiles anyway
                 else:
                     static = any(a.keyword is not None and a.keyword.value.startswith("static_") for a in built.args)
                     retrace = "no retrace unless its static arguments change" if static else "no retrace"
@@ -827,6 +834,29 @@ class JitInLoop(Rule):
             return fresh or "a function defined in the loop"
         receiver = self._rebound_receiver(call)
         return f"a method of '{receiver}', which the loop rebinds" if receiver else ""
+
+    def _compiles_each_iteration(self, built: cst.Call, call: cst.Call) -> bool:
+        """`jax.jit(f, static_argnums=(2,))(a, b, j)` with `j` from the loop, or an argument
+        made in the loop with a shape from the loop (`jnp.zeros(shape + (n,))` over shapes):
+        every iteration traces and compiles anew, so wrapping `f` again costs nothing more."""
+        loop = self.loops[-1]
+        varying = assigned_names(loop.body) | (names_in(loop.target) if isinstance(loop, cst.For) else set())
+        spec = self.ctx.facts.jit_calls.get(built)
+        args = positional(call)
+        static_args = [args[i] for i in (spec.argnums if spec else ()) if i < len(args)]
+        static_args += [a.value for a in call.args if a.keyword is not None and spec and a.keyword.value in spec.argnames]
+        if any(names_in(arg) & varying for arg in static_args):
+            return True
+        for arg in args:
+            made = _assignment_in(loop.body, arg.value) if isinstance(arg, cst.Name) else None
+            if (
+                isinstance(made, cst.Call)
+                and (self.ctx.qualname(made.func) or "").rsplit(".", 1)[-1] in _SHAPED_CONSTRUCTORS
+                and made.args
+                and names_in(made.args[0].value) & varying
+            ):
+                return True
+        return False
 
     def _rebound_receiver(self, call: cst.Call) -> str:
         """`jax.jit(buffer.insert)` where the loop body assigns `buffer`: a bound method of a
@@ -1045,6 +1075,10 @@ def _loop_dependent_names(loop: cst.For) -> set[str]:
                 varying |= targets
                 changed = True
     return varying
+
+
+# Array constructors whose first argument is the shape.
+_SHAPED_CONSTRUCTORS = frozenset({"zeros", "ones", "empty", "full"})
 
 
 def _assignment_in(block: cst.CSTNode, name: str) -> cst.CSTNode | None:

@@ -4,6 +4,7 @@ an exclude pattern matches them."""
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,21 @@ SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 class Discovery:
     files: list[str]
     missing: list[str]
+
+
+# Files recognised as tests (gitignore-style; the `test-files` setting replaces them): where
+# keys are reused on purpose, and where a transformation shows only that code works.
+TEST_FILES = ("test_*.py", "*_test.py", "*_tests.py", "conftest.py", "tests/", "test/", "testing/")
+
+
+def is_test_file(relative: str, patterns: tuple[str, ...] | list[str] = TEST_FILES) -> bool:
+    """`relative`: a path relative to the project (or config) root, with `/` separators."""
+    return bool(patterns) and _test_spec(tuple(patterns)).match_file(relative)
+
+
+@functools.lru_cache(maxsize=8)
+def _test_spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
+    return glob_spec(list(patterns))
 
 
 def glob_spec(patterns: list[str]) -> pathspec.PathSpec:

@@ -51,7 +51,8 @@ class ProjectView:
     reached: tuple = ()
     differentiated: tuple = ()  # this module's functions some module differentiates
     # project functions of other modules this one calls:
-    # (qualified name, params, a classmethod (`cls` bound)?, ((param, key verdict), ...), static result?)
+    # (qualified name, params, first parameter bound (a classmethod's `cls`, a constructor's
+    # `self`)?, ((param, key verdict), ...), static result?)
     callees: tuple = ()
     static_methods: tuple = ()  # method names whose every project definition is static
     static_attributes: tuple = ()  # field names every project class keeps static (for traced code)
@@ -87,14 +88,17 @@ class ProjectView:
         return entry is not None and entry[4]
 
 
-def is_test_file(path: str) -> bool:
-    """`test_*.py`, `*_test.py`, `conftest.py`, or a file under a `tests`/`test` folder."""
-    parts = Path(path).parts
-    name = parts[-1] if parts else ""
-    return (
-        name.startswith("test_") or name.endswith(("_test.py", "_tests.py")) or name == "conftest.py"
-        or any(part in ("tests", "test", "testing") for part in parts[:-1])
-    )
+def is_test_file(path: str, root: Path | None = None) -> bool:
+    """A test module (`test_*.py`, `*_test.py`, `conftest.py`, under `tests/`...)."""
+    from jaxguard.lint.discover import is_test_file as matches
+
+    relative = Path(path)
+    if root is not None:
+        try:
+            relative = relative.relative_to(root)
+        except ValueError:
+            pass
+    return matches(relative.as_posix().lstrip("/"))
 
 
 def find_root(path: Path) -> Path | None:
@@ -127,14 +131,15 @@ def module_name(path: Path) -> tuple[str, bool]:
 
 
 class ProjectIndex:
-    def __init__(self, modules: dict[str, tuple[str, bool, dict]]) -> None:
-        """`modules`: path -> (module name, is package, summary)."""
+    def __init__(self, modules: dict[str, tuple[str, bool, dict]], root: Path | None = None) -> None:
+        """`modules`: path -> (module name, is package, summary); `root`: the project's folder."""
+        self.root = root
         self.paths = {path: (name, package) for path, (name, package, _) in modules.items()}
         self.summaries: dict[str, dict] = {}
         self.test_modules: set[str] = set()
         for path, (name, _, summary) in sorted(modules.items()):
             self.summaries.setdefault(name, summary)
-            if is_test_file(path):
+            if is_test_file(path, root):
                 self.test_modules.add(name)
         self._resolved: dict[str, tuple[str, str] | None] = {}
         self._verdicts: dict[tuple[str, str, str], str] = {}
@@ -164,6 +169,8 @@ class ProjectIndex:
             name = ".".join(rest)
             if name in summary["functions"]:
                 return module, name
+            if name in summary["static_fields"] and f"{name}.__init__" in summary["functions"]:
+                return module, f"{name}.__init__"  # a class: calling it runs its __init__
             head, tail = rest[0], rest[1:]
             for table in (summary["aliases"], summary["imports"]):
                 if head in table and table[head] != qualified:
@@ -326,7 +333,7 @@ class ProjectIndex:
         """The same project with one module's text replaced (its facts flow to the others)."""
         modules = {p: (name, package, self.summaries[name]) for p, (name, package) in self.paths.items() if name in self.summaries}
         modules[os.path.abspath(path)] = (module, is_package, summary)
-        return ProjectIndex(modules)
+        return ProjectIndex(modules, self.root)
 
     # views -------------------------------------------------------------------------------
     def view(self, path: str, summary: dict | None = None) -> ProjectView:
@@ -361,7 +368,8 @@ class ProjectIndex:
                     continue
                 callee = self._function(target)
                 verdicts = tuple((p, self.key_verdict(target, p)) for p in callee["params"])
-                callees.append((name, tuple(callee["params"]), callee["classmethod"], verdicts, self.returns_static(target)))
+                bound = callee["classmethod"] or (target[1].endswith(".__init__") and not name.endswith(".__init__"))
+                callees.append((name, tuple(callee["params"]), bound, verdicts, self.returns_static(target)))
         source = self.x64_source(module)
         return ProjectView(
             module=module,
@@ -526,11 +534,14 @@ def build_index(
         files = set(os.path.abspath(p) for p in members)
         if root is not None:
             files.update(os.path.abspath(p) for p in project_files(root, exclude, config_root))
-        store = SummaryStore(cache_dir, root or Path(os.path.commonpath(sorted(files))))
+        folder = root or Path(os.path.commonpath(sorted(files)))
+        if not folder.is_dir():
+            folder = folder.parent
+        store = SummaryStore(cache_dir, folder)
         modules = store.summaries(sorted(files), jobs)
         if len(modules) > 1:  # a file alone has no project facts worth keeping
             store.save(set(modules))
-        indexes.append((ProjectIndex(modules), members))
+        indexes.append((ProjectIndex(modules, folder), members))
     return indexes
 
 

@@ -42,6 +42,8 @@ class Rule:
     summary: ClassVar[str]  # one plain line: what the rule finds (its document, SARIF shortDescription)
     message: ClassVar[str]
     default_on: ClassVar[bool] = True
+    # False: off in test files (the `test-files` setting) unless selected by its exact code
+    in_tests: ClassVar[bool] = True
     fix_kind: ClassVar[str] = "none"
     # documentation, in ruff's layout
     what: ClassVar[str]
@@ -68,6 +70,8 @@ class Rule:
     @classmethod
     def document(cls) -> str:
         default = "on" if cls.default_on else "opt-in (select it explicitly)"
+        if cls.default_on and not cls.in_tests:
+            default += "; off in test files unless selected by its code"
         lines = [
             f"# {cls.code} `{cls.name}`",
             "",
@@ -131,10 +135,11 @@ class RuleEntry:
     default_on: bool
     fix_kind: str
     module: str
+    in_tests: bool = True
 
     @classmethod
     def of(cls, rule: type[Rule]) -> RuleEntry:
-        return cls(rule.code, rule.name, rule.default_on, rule.fix_kind, rule.__module__)
+        return cls(rule.code, rule.name, rule.default_on, rule.fix_kind, rule.__module__, rule.in_tests)
 
 
 def catalog_text(rules: dict[str, type[Rule]]) -> str:
@@ -230,6 +235,14 @@ def resolve_selection(
         if on and not any(_ignores(code, s) for s in ignored):
             enabled.add(code)
     return enabled
+
+
+def quiet_in_tests(enabled: frozenset[str], select: list[str] | None, extend_select: list[str]) -> frozenset[str]:
+    """The codes enabled in a test file: rules that are off in tests (`in_tests = False`, the
+    PRNG rules: tests reuse keys on purpose) stay on only where named by their exact code."""
+    rules = catalog()
+    named = {s.strip().upper() for s in [*(select or ()), *extend_select]}
+    return frozenset(code for code in enabled if code not in rules or rules[code].in_tests or code in named)
 
 
 def _ignores(code: str, selector: str) -> bool:

@@ -27,7 +27,7 @@ from jaxguard.lint.jaxapi import (
     TRACING_TRANSFORMS,
 )
 
-VERSION = 1  # of the summary format (part of its cache key)
+VERSION = 2  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code).
@@ -149,10 +149,11 @@ class _Summariser:
             if owner == node.name and any(map(self._enables_x64, [*flat.calls, *flat.assignments]))
         }
         for inner in [*at_import.calls, *at_import.assignments]:
-            if self._enables_x64(inner) or (
-                isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in x64_helpers
-            ):
+            if self._enables_x64(inner):
                 summary["x64"] = True
+        # a helper that enables x64, called or registered (a config callback) at import
+        if any(name.id in x64_helpers for name in at_import.names):
+            summary["x64"] = True
         for node in _module_level(tree.body):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self._alias(node.targets[0].id, node.value)
@@ -192,7 +193,8 @@ class _Summariser:
             func = _dotted(node.func) or ""
             args = node.args
             if func.endswith("config.update") and len(args) == 2 and _constant(args[0]) == "jax_enable_x64":
-                return _constant(args[1]) in _X64_VALUES
+                # a literal True, or a value the package computes (a flag that defaults to on)
+                return _constant(args[1]) in _X64_VALUES or not isinstance(args[1], ast.Constant)
             if func.endswith("environ.setdefault") and args and _constant(args[0]) == "JAX_ENABLE_X64":
                 return len(args) > 1 and _constant(args[1]) in _X64_VALUES
         if isinstance(node, ast.Assign) and len(node.targets) == 1:

@@ -1,0 +1,77 @@
+"""Tests reuse keys on purpose: JG601-JG604 are off in test files unless selected by code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+REUSE = "import jax\n\ndef check(key):\n    a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return a, b\n"
+
+
+def codes(root: Path, *args: str) -> dict[str, list[str]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "jaxguard", "check", "--output-format", "json", *args], cwd=root, capture_output=True, text=True
+    )
+    assert result.returncode in (0, 1), result.stderr
+    found: dict[str, list[str]] = {}
+    for d in json.loads(result.stdout):
+        found.setdefault(Path(d["path"]).as_posix(), []).append(d["code"])
+    return found
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxguard]\n")
+    for name in ("lib/sample.py", "tests/helpers.py", "lib/sample_test.py", "test_sample.py", "conftest.py"):
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(REUSE)
+    return tmp_path
+
+
+def test_key_reuse_is_reported_in_library_code_and_not_in_tests(project):
+    assert codes(project, ".") == {"lib/sample.py": ["JG601"]}
+
+
+def test_selecting_the_code_turns_it_on_in_tests(project):
+    found = codes(project, ".", "--select", "JG601")
+    assert sorted(found) == ["conftest.py", "lib/sample.py", "lib/sample_test.py", "test_sample.py", "tests/helpers.py"]
+
+
+@pytest.mark.parametrize("selection", [["--select", "JG6"], ["--select", "ALL"], ["--extend-select", "JG"]])
+def test_a_prefix_or_all_does_not(project, selection):
+    assert codes(project, ".", *selection).get("test_sample.py", []) == []
+
+
+def test_the_test_files_setting_replaces_the_patterns(project):
+    (project / "pyproject.toml").write_text('[tool.jaxguard]\ntest-files = ["tests/"]\n')
+    assert sorted(codes(project, ".")) == ["conftest.py", "lib/sample.py", "lib/sample_test.py", "test_sample.py"]
+    (project / "pyproject.toml").write_text("[tool.jaxguard]\ntest-files = []\n")
+    assert len(codes(project, ".")) == 5
+
+
+def test_other_rules_still_run_in_tests(project):
+    (project / "test_sample.py").write_text("import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.0\n")
+    assert codes(project, ".")["test_sample.py"] == ["JG301"]
+
+
+def test_the_rule_list_says_so():
+    out = subprocess.run([sys.executable, "-m", "jaxguard", "rules"], capture_output=True, text=True).stdout
+    line = next(line for line in out.splitlines() if line.startswith("JG601"))
+    assert line.split()[2] == "on" and "(off in test files)" in line
+
+
+@pytest.mark.skipif(not (BIN / "flake8").exists(), reason="flake8 is not installed")
+def test_flake8_agrees(project):
+    def flake8(*select):
+        result = subprocess.run([str(BIN / "flake8"), "--select", *select, "test_sample.py", "lib/sample.py"],
+                                cwd=project, capture_output=True, text=True)
+        return sorted(line.split(":")[0] for line in result.stdout.splitlines())
+
+    assert flake8("JG") == ["lib/sample.py"]
+    assert flake8("JG601") == ["lib/sample.py", "test_sample.py"]
