@@ -383,3 +383,21 @@ def test_jit_with_methods_the_three_ways_it_goes_wrong():
     assert "JG111" in found(traced_self)
     assert "JG102" in found(static_self) and "JG111" not in found(static_self)
     assert "JG110" in found(hashed) and "JG102" not in found(hashed)
+
+
+def test_possible_draws_are_judged_against_a_certain_one():
+    # evosax's compatibility check: reset (possible), init (certain), apply and step (possible)
+    source = """
+    import jax
+
+    def check(env, policy, params):
+        key = jax.random.key(0)
+        obs, state = env.reset(key, params)
+        policy_params = policy.init(key, obs)
+        action = policy.apply(policy_params, obs, key)
+        env.step(key, state, action, params)
+    """
+    assert found(source).count("JG601") == 3
+    # two possible draws alone prove nothing
+    alone = "import jax\ndef f(env, agent):\n    key = jax.random.key(0)\n    env.reset(key)\n    agent.act(key)\n"
+    assert "JG601" not in found(alone)

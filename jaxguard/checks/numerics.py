@@ -773,6 +773,7 @@ _SOFTMAX_MODULES = ("jax.nn", "flax.linen", "flax.nnx", "flax.linen.activation")
 class UnstableNumerics(Rule):
     code = "JG803"
     name = "unstable-numerics"
+    default_on = False  # measured: mostly false on real code (see `what`)
     summary = "A numerically unstable formula that has a stable library function (log1p, expm1, logsumexp, ...)"
     message = "{original} loses precision or overflows; use {better}"
     fix_kind = "autofix"
@@ -787,6 +788,12 @@ class UnstableNumerics(Rule):
         flagged when `x` is never small: a count (`popsize / 2`, `len(x) / 2.0`,
         `self.lamb` set from an `int` parameter) or a constant of at least 1e-2
         (`threshold=0.999`).
+
+        Opt-in (select `JG803`): measured on real code, among the findings reviewers judged, 12
+        real, 4 deliberate, 3 false on the 40-package tuning corpus, and 12 real, 13 deliberate,
+        16 false on packages and research code it was not tuned on: the formulas it flags are
+        often already stable in context (a sign-flipped or clipped argument, a result whose
+        absolute error is what matters) in ways it cannot prove.
     """
     why = """
         In float32 (JAX's default) `1 + x` rounds away every `x` below about 6e-8, so
@@ -841,6 +848,8 @@ class UnstableNumerics(Rule):
         "import jax.numpy as jnp\ndef f(a, b):\n    return jnp.log(jnp.exp(a) + jnp.exp(b))\n",
     )
     valid = (
+        "import jax.numpy as jnp\ndef xent(logits):\n    cond = logits > jnp.zeros_like(logits)\n"
+        "    neg_abs = jnp.where(cond, -logits, logits)\n    return jnp.log1p(jnp.exp(neg_abs))\n",
         # already stable: exp of a non-positive exponent cannot overflow
         "import jax.numpy as jnp\ndef xent(logits):\n    neg_abs = -jnp.abs(logits)\n    return jnp.log1p(jnp.exp(neg_abs))\n",
         "import jax.numpy as jnp\ndef norm(l):\n    maxl = l.real.max()\n    return jnp.log(jnp.exp(2 * (l.real - maxl)).sum()) + 2 * maxl\n",
@@ -917,11 +926,33 @@ class UnstableNumerics(Rule):
         elif isinstance(exponent, cst.Name):
             value = self._single_value(exponent)
             return value is not None and self._non_positive(value, depth + 1)
+        elif isinstance(exponent, cst.Call) and (qual(ctx, exponent.func) or "").rsplit(".", 1)[-1] == "where":
+            return self._negated_abs_where(exponent)
         else:
             return False
         if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Power):
             return number(strip_parens(inner.right)) == 2
         return isinstance(inner, cst.Call) and (qual(ctx, inner.func) or "").rsplit(".", 1)[-1] in ("abs", "absolute")
+
+    def _negated_abs_where(self, call: cst.Call) -> bool:
+        """`where(x > 0, -x, x)`: -|x| written with a where (a stable sigmoid cross-entropy)."""
+        args = positional(call)
+        if len(args) != 3:
+            return False
+        condition, negated, plain = (strip_parens(a) for a in args)
+        if isinstance(condition, cst.Name):
+            condition = strip_parens(self._single_value(condition) or condition)
+        code = self.ctx.code
+        if not (isinstance(negated, cst.UnaryOperation) and isinstance(negated.operator, cst.Minus)):
+            return False
+        if code(strip_parens(negated.expression)).strip() != code(plain).strip():
+            return False
+        return (
+            isinstance(condition, cst.Comparison)
+            and len(condition.comparisons) == 1
+            and isinstance(condition.comparisons[0].operator, (cst.GreaterThan, cst.GreaterThanEqual))
+            and code(strip_parens(condition.left)).strip() == code(plain).strip()
+        )
 
     def _is_max(self, node: cst.BaseExpression, depth: int) -> bool:
         """`jnp.max(x)`, `x.max()`, `x.real.max()`, `lax.stop_gradient(...)` of one, or a name bound to one."""

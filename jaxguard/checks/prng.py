@@ -368,6 +368,8 @@ class KeyFlow:
             return  # two calls whose code is not read: no draw is proven
         if previous is not None:
             self.findings.append(Finding("JG602" if previous.is_split else "JG601", use, previous))
+            if previous.possible and not use.possible:
+                state.consumed[key] = use  # later possible draws are judged against this certain one
         else:
             in_loop = self.loop_depth_keys and base not in self.loop_depth_keys[-1]
             if in_loop and (base in self.keys or consumer.startswith("jax.random.")):

@@ -622,6 +622,8 @@ class TracedWritesOuterState(Rule):
         "import jax\ncalls = 0\n@jax.jit\ndef f(x):\n    global calls\n    calls += 1\n    return x\n",
     )
     valid = (
+        # a helper that traced code calls, tagging a function it is given: no tracer stored
+        "import jax\ndef tag(fn, name):\n    fn.label = name\n    return fn\n@jax.jit\ndef f(x):\n    tag(abs, 'x')\n    return x\n",
         # an object built inside traced code: its constructor sets its own attributes
         "import jax\nclass Gaussian:\n    def __init__(self, loc, scale):\n        self.loc = loc\n        self.scale = scale\n"
         "@jax.jit\ndef f(x):\n    g = Gaussian(x, 1.0)\n    return g.loc\n",
@@ -670,6 +672,8 @@ class TracedWritesOuterState(Rule):
             root = _root_name(target)
             if root is None or _created_locally(ctx, root) or _being_constructed(ctx, root):
                 return
+            if not _inside_a_transformed_function(ctx):
+                return  # a helper that traced code calls: what it stores is not proven a tracer
             # a returned argument's data may change; a string (static metadata) changes only while tracing
             if _handed_back(ctx, root) and not isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
                 return
@@ -706,6 +710,17 @@ def _created_locally(ctx, name: str) -> bool:
         and name not in owner.params
         and (name in owner.values or name in owner.defs or name in owner.classes)
     )
+
+
+def _inside_a_transformed_function(ctx) -> bool:
+    """The current function, or one it is nested in, receives tracers from a transformation
+    (jit, vmap, a lax body), rather than being a helper traced code happens to call."""
+    function = ctx.function
+    while function is not None:
+        if function.params_traced:
+            return True
+        function = ctx.facts.enclosing_function(function.parent)
+    return False
 
 
 def _being_constructed(ctx, name: str) -> bool:
