@@ -693,6 +693,8 @@ class JitInLoop(Rule):
             params = update(params)
     """
     invalid = (
+        # a bound method is a new object every time it is read: jit's cache misses
+        "import jax\ndef run(model, xs):\n    for x in xs:\n        y = jax.jit(model.step)(x)\n    return y\n",
         "import jax\ndef train(params, batches):\n    for batch in batches:\n"
         "        step = jax.jit(lambda p: p - batch)\n        params = step(params)\n    return params\n",
         "import jax\nfrom functools import partial\ndef loss(p, x):\n    return p * x\n"
@@ -856,7 +858,24 @@ class JitInLoop(Rule):
         if self._defined_in_loop(call):
             return fresh or "a function defined in the loop"
         receiver = self._rebound_receiver(call)
-        return f"a method of '{receiver}', which the loop rebinds" if receiver else ""
+        if receiver:
+            return f"a method of '{receiver}', which the loop rebinds"
+        return self._bound_method(call)
+
+    def _bound_method(self, call: cst.Call) -> str:
+        """`jax.jit(obj.step)`: `obj.step` makes a new bound method object each time it is read,
+        and jit's cache is keyed by the function object (a module's function or a class's
+        plain function is the same object every time)."""
+        args = positional(call)
+        target = args[0] if args else None
+        if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
+            return ""
+        if self.ctx.qualname(target) is not None:
+            return ""  # `module.function`
+        owner = self.ctx.scope.lookup(target.value.value)
+        if owner is not None and target.value.value in owner.classes:
+            return ""  # `Model.method`: the class's plain function
+        return f"the bound method '{self.ctx.code(target)}' (a new object each time it is read)"
 
     def _compiles_each_iteration(self, built: cst.Call, call: cst.Call) -> bool:
         """`jax.jit(f, static_argnums=(2,))(a, b, j)` with `j` from the loop, or an argument
