@@ -22,6 +22,7 @@ project (installed packages stay unknown), calls through objects whose class is 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -104,13 +105,16 @@ def is_test_file(path: str, root: Path | None = None) -> bool:
 def find_root(path: Path) -> Path | None:
     """The nearest folder at or above `path` that holds a project marker."""
     try:
-        current = (path if path.is_dir() else path.parent).resolve()
-        for folder in (current, *current.parents):
-            if any((folder / marker).exists() for marker in ROOT_MARKERS):
-                return folder
+        return _root_of_folder((path if path.is_dir() else path.parent).resolve())
     except (OSError, RuntimeError):  # a symlink loop: the file is reported unreadable anyway
-        pass
-    return None
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _root_of_folder(folder: Path) -> Path | None:
+    if any((folder / marker).exists() for marker in ROOT_MARKERS):
+        return folder
+    return None if folder.parent == folder else _root_of_folder(folder.parent)
 
 
 def module_name(path: Path) -> tuple[str, bool]:
@@ -235,6 +239,19 @@ class ProjectIndex:
             other |= set(summary["fields"]) - declared
         return frozenset(static - other)
 
+    @cached_property
+    def _by_module(self) -> dict[str, dict[str, set[str]]]:
+        """module -> {"traced" | "roots" | "differentiated": its function names} (for views)."""
+        found: dict[str, dict[str, set[str]]] = {}
+        for kind, places in (("traced", self.traced), ("roots", self.roots), ("differentiated", self.differentiated)):
+            for module, name in places:
+                found.setdefault(module, {}).setdefault(kind, set()).add(name)
+        return found
+
+    @cached_property
+    def _static_attribute_list(self) -> tuple[str, ...]:
+        return tuple(sorted(self.static_attributes))
+
     def _function(self, place: tuple[str, str]) -> dict:
         return self.summaries[place[0]]["functions"][place[1]]
 
@@ -344,14 +361,14 @@ class ProjectIndex:
             summary = self.summaries.get(module) if key in self.paths else None
         summary = summary or empty_summary()
         package = module if is_package else module.rpartition(".")[0]
-        own = {name for (m, name) in self.traced if m == module}
+        places = self._by_module.get(module, {})
+        own = places.get("traced", set())
         roots = []
-        for (m, name), marks in sorted(self.roots.items()):
-            if m == module:
-                roots.extend((name, t, nums, names) for t, nums, names, by in marks if by != module)
-        rooted = {name for (m, name) in self.roots if m == module}
+        for name in sorted(places.get("roots", ())):
+            roots.extend((name, t, nums, names) for t, nums, names, by in self.roots[(module, name)] if by != module)
+        rooted = places.get("roots", set())
         reached = tuple(sorted((name, self.traced[(module, name)]) for name in own - rooted))
-        differentiated = tuple(sorted(name for (m, name) in self.differentiated if m == module))
+        differentiated = tuple(sorted(places.get("differentiated", ())))
         callees = []
         seen = set()
         methods = set()
@@ -381,7 +398,7 @@ class ProjectIndex:
             differentiated=differentiated,
             callees=tuple(sorted(callees)),
             static_methods=tuple(sorted(m for m in methods if self.static_method(m))),
-            static_attributes=tuple(sorted(self.static_attributes)),
+            static_attributes=self._static_attribute_list,
         )
 
 

@@ -141,8 +141,10 @@ class _Summariser:
         summary = self.summary
         summary["imports"] = dict(self.imports)
         functions = [(node, owner, _Flat(node)) for node, owner in _named_functions(tree)]
-        module_code = _Flat(tree, roots=_module_code(tree.body, main=True))  # what runs as a script
-        at_import = _Flat(tree, roots=_module_code(tree.body, main=False))
+        as_script = _module_code(tree.body, main=True)
+        at_import_code = _module_code(tree.body, main=False)
+        module_code = _Flat(tree, roots=as_script)  # what runs as a script
+        at_import = module_code if len(at_import_code) == len(as_script) else _Flat(tree, roots=at_import_code)
         x64_helpers = {
             node.name
             for node, owner, flat in functions
@@ -653,13 +655,26 @@ _CONTEXTS = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
 def _children(node: ast.AST) -> list[ast.AST]:
     """ast.iter_child_nodes without the context and operator leaves (nothing to read there)."""
     found = []
-    for name in node._fields:
+    for name in _FIELDS.get(type(node)) or _fields(type(node)):
         value = getattr(node, name, None)
-        if isinstance(value, list):
-            found.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, _CONTEXTS))
+        if value.__class__ is list:
+            for item in value:
+                if isinstance(item, ast.AST) and not isinstance(item, _CONTEXTS):
+                    found.append(item)
         elif isinstance(value, ast.AST) and not isinstance(value, _CONTEXTS):
             found.append(value)
     return found
+
+
+# Per node type, the fields that can hold nodes (not identifiers, constants or operators).
+_LEAF_FIELDS = frozenset({"ctx", "op", "name", "id", "arg", "attr", "value_str", "kind", "type_comment", "asname", "module", "level", "lineno", "col_offset", "n", "s", "is_async", "conversion"})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(kind: type) -> tuple[str, ...]:
+    names = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+    _FIELDS[kind] = names
+    return names
 
 
 def _module_code(body, main: bool) -> list[ast.AST]:
