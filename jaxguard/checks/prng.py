@@ -64,20 +64,25 @@ class Finding:
     code: str
     use: Use
     previous: Use | None = None
+    note: str = ""  # a message of its own (fold_in and split handing out the same key)
 
 
 @dataclass
 class _State:
     consumed: dict[str, Use] = field(default_factory=dict)
     rebound: set[str] = field(default_factory=set)  # parameters given a new value on every path
+    # key -> literal indices it was folded with: `fold_in(k, i)` is `split(k, n)[i]` for i < n
+    folded: dict[str, set[int]] = field(default_factory=dict)
 
     def copy(self) -> _State:
-        return _State(dict(self.consumed), set(self.rebound))
+        return _State(dict(self.consumed), set(self.rebound), {k: set(v) for k, v in self.folded.items()})
 
     def merge(self, other: _State) -> None:
         for key, use in other.consumed.items():
             self.consumed.setdefault(key, use)
         self.rebound &= other.rebound
+        for key, indices in other.folded.items():
+            self.folded.setdefault(key, set()).update(indices)
 
 
 class _Terminated(Exception):
@@ -258,6 +263,8 @@ class KeyFlow:
 
     def _call(self, call: cst.Call, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
         name = self.facts.qualname(call.func, self.scope)
+        if name == "jax.random.fold_in":
+            self._fold(call, state, shadowed)
         if name in NOT_CONSUMING or _is_clone(call.func):
             return
         if name is not None and name.startswith("jax.random."):
@@ -350,10 +357,28 @@ class KeyFlow:
         except Exception:
             return "a function"
 
+    def _fold(self, call: cst.Call, state: _State, shadowed: frozenset[str]) -> None:
+        """`fold_in(key, i)` with a literal `i`: the same key as `split(key, n)[i]` for i < n."""
+        args = positional(call)
+        index = literal_int(args[1]) if len(args) > 1 else None
+        key = self._key_id(args[0], known_only=False) if args else None
+        if key is None or index is None or key.split("[")[0] in shadowed:
+            return
+        previous = state.consumed.get(key)
+        count = _split_count(previous.node) if previous is not None and previous.is_split else None
+        if count is not None and index < count:
+            use = Use(key, call, "jax.random.fold_in", False, self.statement)
+            self.findings.append(Finding("JG602", use, previous, _same_key_note(key, index, count)))
+        state.folded.setdefault(key, set()).add(index)
+
     def _consume(
         self, key: str, node, consumer: str, is_split: bool, state: _State, maybe: bool = False, possible: bool = False
     ) -> None:
         use = Use(key, node, consumer, is_split, self.statement, maybe, possible)
+        count = _split_count(node) if is_split else None
+        folded = sorted(i for i in state.folded.get(key, ()) if count is not None and i < count)
+        if folded:
+            self.findings.append(Finding("JG602", use, None, _same_key_note(key, folded[0], count)))
         base = key.split("[")[0]
         if base == self.key_param and base not in state.rebound:
             self.param_consumed = True
@@ -398,7 +423,25 @@ def _join(a: _State | None, b: _State | None) -> _State | None:
 def _forget(state: _State, name: str) -> None:
     for key in [k for k in state.consumed if k == name or k.startswith(name + "[")]:
         del state.consumed[key]
+    for key in [k for k in state.folded if k == name or k.startswith(name + "[")]:
+        del state.folded[key]
     state.rebound.add(name)
+
+
+def _split_count(call: cst.CSTNode) -> int | None:
+    """How many keys `split(key, n)` makes (2 by default); None if not a literal."""
+    if not isinstance(call, cst.Call):
+        return None
+    args = positional(call)
+    count = args[1] if len(args) > 1 else next((a.value for a in call.args if a.keyword and a.keyword.value == "num"), None)
+    return 2 if count is None else literal_int(count)
+
+
+def _same_key_note(key: str, index: int, count: int) -> str:
+    return (
+        f"PRNG key '{key}' is both folded and split: fold_in({key}, {index}) is the same key as "
+        f"split({key}, {count})[{index}] (threefry), so the two hand out identical numbers; derive both from one split"
+    )
 
 
 def _init_side_streams(call: cst.Call) -> set[int]:
@@ -724,7 +767,13 @@ class KeyUsedAfterSplit(_KeyRule):
     name = "prng-key-used-after-split"
     summary = "A PRNG key used after it was split: the numbers correlate with its subkeys"
     message = "PRNG key '{key}' is used after it was split: use one of the keys split from it"
-    what = "Flags a key consumed after it was split (`k1, k2 = split(key)` and then `normal(key, ...)`)."
+    what = """
+        Flags a key consumed after it was split (`k1, k2 = split(key)` and then `normal(key, ...)`),
+        and a key both folded with a literal index and split into more keys than that index:
+        under JAX's default (partitionable) threefry, `fold_in(key, i)` is the same key as
+        `split(key, n)[i]` for `i < n` (verified on jax 0.10.2), so the two hand out identical
+        numbers.
+    """
     why = """
         `split(key)` consumes `key`: the new keys are derived from it, and drawing from the old
         key afterwards correlates the draws with everything derived from the split.
@@ -747,18 +796,23 @@ class KeyUsedAfterSplit(_KeyRule):
         "import jax\nkey = jax.random.key(0)\nk1, k2 = jax.random.split(key)\nx = jax.random.normal(key, (2,))\n",
         "from jax import random as jr\ndef f(rng):\n    keys = jr.split(rng, 4)\n    return jr.uniform(rng), keys\n",
         "import jax\ndef f(key):\n    a, b = jax.random.split(key)\n    c, d = jax.random.split(key)\n    return a, b, c, d\n",
+        # fold_in(key, 1) is split(key, 2)[1] under threefry: the same key handed out twice
+        "import jax\ndef f(key):\n    k = jax.random.fold_in(key, 1)\n    return k, jax.random.split(key)\n",
+        "import jax\ndef f(key):\n    keys = jax.random.split(key, 4)\n    return keys, jax.random.fold_in(key, 2)\n",
     )
     valid = (
         "import jax\nkey = jax.random.key(0)\nkey, sub = jax.random.split(key)\nx = jax.random.normal(key, (2,))\n",
         "import jax\nkey = jax.random.key(0)\nkey, *subkeys = jax.random.split(key, 4)\nfor subkey in subkeys:\n    print(jax.random.normal(subkey, shape=(1,)))\n",
-        "import jax\ndef f(key):\n    k = jax.random.fold_in(key, 1)\n    return jax.random.split(key)\n",
+        # a fold index the split does not reach, and one that is not a literal
+        "import jax\ndef f(key, step):\n    k = jax.random.fold_in(key, 5)\n    j = jax.random.fold_in(key, step)\n"
+        "    return k, j, jax.random.split(key, 3)\n",
         # the same split line written twice: the first results are rebound unused
         "import jax\ndef output(rng_key):\n    policy_rng, value_rng = jax.random.split(rng_key, 2)\n"
         "    policy_rng, value_rng = jax.random.split(rng_key, 2)\n    return policy_rng, value_rng\n",
     )
 
     def describe(self, finding: Finding) -> str:
-        return self.message.format(key=finding.use.key)
+        return finding.note or self.message.format(key=finding.use.key)
 
 
 @register

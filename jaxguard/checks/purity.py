@@ -622,6 +622,9 @@ class TracedWritesOuterState(Rule):
         "import jax\ncalls = 0\n@jax.jit\ndef f(x):\n    global calls\n    calls += 1\n    return x\n",
     )
     valid = (
+        # flax.nnx: an nnx.jit argument's state updates are carried out by the transformation
+        "from flax import nnx\n@nnx.jit\ndef train_step(model, optimizer, metrics, grads, loss):\n"
+        "    optimizer.update(model, grads)\n    metrics.update(loss=loss)\n    model.count.value += 1\n    return loss\n",
         # a helper that traced code calls, tagging a function it is given: no tracer stored
         "import jax\ndef tag(fn, name):\n    fn.label = name\n    return fn\n@jax.jit\ndef f(x):\n    tag(abs, 'x')\n    return x\n",
         # an object built inside traced code: its constructor sets its own attributes
@@ -672,6 +675,8 @@ class TracedWritesOuterState(Rule):
             root = _root_name(target)
             if root is None or _created_locally(ctx, root) or _being_constructed(ctx, root):
                 return
+            if ctx.facts.nnx_managed(root, ctx.scope):
+                return  # an NNX Variable of an nnx.jit argument: the transformation carries it out
             if not _inside_a_transformed_function(ctx):
                 return  # a helper that traced code calls: what it stores is not proven a tracer
             # a returned argument's data may change; a string (static metadata) changes only while tracing
@@ -806,6 +811,9 @@ class TracedMutatesOuterContainer(Rule):
         "    return record(HISTORY, x)\nHISTORY = []\n",
     )
     valid = (
+        # flax.nnx: an nnx.jit argument's state updates are carried out by the transformation
+        "from flax import nnx\n@nnx.jit\ndef train_step(model, optimizer, metrics, grads, loss):\n"
+        "    optimizer.update(model, grads)\n    metrics.update(loss=loss)\n    model.count.value += 1\n    return loss\n",
         "import jax\n@jax.jit\ndef f(x):\n    out = []\n    for i in range(3):\n        out.append(x * i)\n    return out\n",
         "import jax\n@jax.jit\ndef pure_uses_internal_state(x):\n    state = dict(even=0, odd=0)\n"
         "    for i in range(10):\n        state['even' if i % 2 == 0 else 'odd'] += x\n    return state['even'] + state['odd']\n",
@@ -895,6 +903,8 @@ class TracedMutatesOuterContainer(Rule):
         ctx = self.ctx
         if ctx.kind_of(name) == kinds.REF:
             return  # a Ref is the one mutable JAX container
+        if ctx.facts.nnx_managed(name.value, ctx.scope):
+            return  # nnx.jit carries the updates of its NNX arguments out
         if ctx.facts.runs_abstractly(ctx.scope):
             return  # filling a closure's dict from inside eval_shape is the intended idiom
         owner = ctx.scope.lookup(name.value)

@@ -759,6 +759,19 @@ class ModuleFacts:
                 function_scope = function_scope.parent
         return None
 
+    def nnx_managed(self, name: str, scope: Scope) -> bool:
+        """`name` is a parameter of a function a `flax.nnx` transformation traces: an NNX
+        object (model, optimizer, metrics) whose state changes the transformation carries
+        back out (`optimizer.update(model, grads)`, `model.count.value += 1`)."""
+        owner = scope.lookup(name)
+        function = owner.function if owner is not None else None
+        return (
+            function is not None
+            and name in function.params
+            and function.params_traced
+            and function.traced_by.startswith("flax.nnx.")
+        )
+
     def runs_abstractly(self, scope: Scope) -> bool:
         """Code in `scope` belongs to a function only abstract evaluations trace."""
         function = self.enclosing_function(scope)
