@@ -401,3 +401,15 @@ def test_possible_draws_are_judged_against_a_certain_one():
     # two possible draws alone prove nothing
     alone = "import jax\ndef f(env, agent):\n    key = jax.random.key(0)\n    env.reset(key)\n    agent.act(key)\n"
     assert "JG601" not in found(alone)
+
+
+def test_one_finding_per_key_and_statement():
+    source = "import jax\ndef g(key):\n    return jax.random.normal(key) + jax.random.normal(key) + jax.random.normal(key)\n"
+    assert found(source).count("JG601") == 1
+    two_lines = "import jax\ndef g(key):\n    a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    c = jax.random.normal(key)\n"
+    assert found(two_lines).count("JG601") == 2
+
+
+def test_a_nested_concretization_is_one_finding():
+    source = "import jax\nimport numpy as np\n@jax.jit\ndef h(x):\n    return int(np.ceil(x))\n"
+    assert found(source).count("JG107") == 1

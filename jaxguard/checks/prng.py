@@ -392,7 +392,10 @@ class KeyFlow:
         if previous is not None and previous.possible and use.possible:
             return  # two calls whose code is not read: no draw is proven
         if previous is not None:
-            self.findings.append(Finding("JG602" if previous.is_split else "JG601", use, previous))
+            code = "JG602" if previous.is_split else "JG601"
+            if any(f.code == code and f.use.key == key and f.use.statement is self.statement for f in self.findings):
+                return  # one finding per key and statement: `normal(key) + normal(key) + normal(key)`
+            self.findings.append(Finding(code, use, previous))
             if previous.possible and not use.possible:
                 state.consumed[key] = use  # later possible draws are judged against this certain one
         else:

@@ -376,6 +376,10 @@ class ConcretizeTracer(_TracedRule):
         "loss = jax.jit(loss)\n",
     )
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.inside_reported: set[int] = set()
+
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if not ctx.in_traced:
@@ -404,8 +408,10 @@ class ConcretizeTracer(_TracedRule):
         ):
             origins = self.origins(func.value)
             what = f".{func.attr.value}()"
-        if not origins:
+        if not origins or id(node) in self.inside_reported:
             return
+        # `int(np.ceil(x))` is one finding, on the outer call
+        self.inside_reported.update(id(n) for n in descendants(node) if isinstance(n, cst.Call))
         hint = static_hint(origins, ctx.function, ctx.facts)
         static = f"; if it is a Python value, make it static: {hint}" if hint else ""
         self.report(
