@@ -579,3 +579,11 @@ def test_jg701_fori_bound_from_the_differentiated_input():
     h = jax.grad(lambda x: lax.fori_loop(0, x.shape[0], lambda i, v: v + 1, x).sum())
     """
     assert found(silent) == []
+
+
+def test_arange_with_one_argument_names_its_stop():
+    from tests.helpers import lint
+
+    source = "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef f(x, n):\n    return jnp.arange(n) + x\n"
+    messages = [d.message for d in lint(source) if d.code == "JG108"]
+    assert len(messages) == 1 and messages[0].startswith("the stop of jnp.arange()")

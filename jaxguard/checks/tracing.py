@@ -545,6 +545,8 @@ class ValueDependentShape(_TracedRule):
                 value = argument(node, index, kw)
                 origins = self.origins(value)
                 if origins:
+                    if name == "jax.numpy.arange" and kw == "start" and len(positional(node)) == 1 and keyword(node, "stop") is None:
+                        kw = "stop"  # `arange(n)`: its one argument is the stop
                     self._report(node, value, origins, f"the {kw} of {name.replace('jax.numpy.', 'jnp.')}()")
                     return
         elif name in _VALUE_SIZED or name == "jax.numpy.where":
