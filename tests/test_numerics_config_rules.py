@@ -483,3 +483,11 @@ def test_finite_difference_positional_step_and_x64():
     assert "JG906" not in [d.code for d in lint_source(clean(source), "example.py", settings).diagnostics]
     with_float64 = "import jax.numpy as jnp\ndef d(f, x):\n    x = x.astype(jnp.float64)\n    return (f(x + 1e-5) - f(x)) / 1e-5\n"
     assert "JG906" not in ours(with_float64)
+
+
+def test_unstable_numerics_says_which_trouble_it_is():
+    from tests.helpers import lint
+
+    messages = {d.message.split(" ;")[0] for d in lint("import jax.numpy as jnp\ndef f(x):\n    return jnp.log(1 + x), jnp.log(jnp.sum(jnp.exp(x)))\n") if d.code == "JG803"}
+    assert any(m.startswith("log(1 + x) loses precision near 0;") for m in messages)
+    assert any(m.startswith("log(sum(exp(x))) loses precision or overflows;") for m in messages)
