@@ -103,7 +103,7 @@ class GuardedPjitFunction:
             traced = functools.wraps(self._fun)(
                 lambda *args, **kwargs: self._traced(errors_now, locating, *args, **kwargs))
             twin = self._twins[errors_now, locating] = self._original_jit(
-                traced, **self._jit_kwargs)
+                traced, **_twin_options(self._jit_kwargs))
         return twin
 
     def _traced(self, errors_now, locating, *args, **kwargs):
@@ -256,6 +256,17 @@ class GuardedPjitFunction:
 
 
 _VALUE_ERRORS = frozenset({checks.GuardNaN, checks.GuardInf})
+
+
+def _twin_options(jit_kwargs: dict) -> dict:
+    """The user's jit options for a twin, which returns `(alarm, err, out)`: `out_shardings`
+    is a pytree prefix of the outputs, so the user's applies to `out` and the compiler places
+    the flag and the error values (None). Every other option describes the arguments, which
+    the twin takes unchanged."""
+    options = dict(jit_kwargs)
+    if options.get("out_shardings") is not None:
+        options["out_shardings"] = (None, None, options["out_shardings"])
+    return options
 
 
 def _float_leaves(tree):
