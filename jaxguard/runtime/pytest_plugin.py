@@ -11,6 +11,7 @@ pytest loads this module in every run, so it must not import jax at import time.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import pytest
 
@@ -32,7 +33,14 @@ def pytest_configure(config):
                    "enabled; options are those of jaxguard.enable()")
     if config.getoption("jaxguard", default=False):
         runtime = _import_runtime("--jaxguard")
-        runtime.enable()
+        # What enable() has to say (functions jitted before it, by a conftest's imports) is
+        # a note for the session, not a warning: a project's `filterwarnings = error` would
+        # turn it into an internal error that runs no test at all.
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            runtime.enable()
+        for note in said:
+            sys.stderr.write(f"jaxguard: {note.message}\n")
         config.stash[_SESSION_KEY] = True
 
 

@@ -156,3 +156,14 @@ def test_memory_maps_are_counted_on_linux():
     from jaxguard.runtime.pytest_plugin import _memory_maps_crowded
 
     assert _memory_maps_crowded() is False  # a test process is far from the limit
+
+
+def test_warnings_as_errors_and_a_conftest_that_jits_at_import(pytester):
+    # numpyro's and equinox's configs turn warnings into errors; their conftests import
+    # modules with module-level jax.jit before --jaxguard enables the guards
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    pytester.makeconftest("import jax\n\n@jax.jit\ndef early(x):\n    return x\n")
+    pytester.makepyfile(test_sample="import jax\nimport jax.numpy as jnp\n\ndef test_runs():\n    assert jax.jit(jnp.sin)(0.0) == 0.0\n")
+    result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard")
+    result.assert_outcomes(passed=1)
+    result.stderr.fnmatch_lines(["jaxguard: jaxguard.enable() was called after 1 function(s)*"])
