@@ -141,6 +141,13 @@ def _check_prng_key(name, key, *args, **kwargs):
     return _original_check(name, key, *args, **kwargs)
 
 
+def reset() -> None:
+    """Forget every key use (pytest --jaxguard: each test starts from none, as a module-level
+    `KEY` shared by two tests is drawn from once in each)."""
+    with _lock:
+        _consumed.clear()
+
+
 def install() -> None:
     global _original_check
     if _original_check is None:

@@ -46,11 +46,16 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    # Recompilations are counted per test: a jitted factory closure rebuilt by every
-    # test, or a module-level function called with new shapes by each, is no problem.
+    # Recompilations and key uses are counted per test: a jitted factory closure rebuilt by
+    # every test, or a module-level function called with new shapes by each, is no problem.
     recompile = sys.modules.get("jaxguard.runtime.recompile")
     if recompile is not None:
         recompile.reset()
+    # Key uses too: each test is a program of its own (a module-level KEY drawn from by two
+    # tests is no reuse within either).
+    keys = sys.modules.get("jaxguard.runtime.keys")
+    if keys is not None:
+        keys.reset()
     if item.config.stash.get(_SESSION_KEY, False):
         run = item.config.stash[_TESTS_RUN] = item.config.stash.get(_TESTS_RUN, 0) + 1
         if run % _MAPS_CHECKED_EVERY == 0 and _memory_maps_crowded():

@@ -167,3 +167,26 @@ def test_warnings_as_errors_and_a_conftest_that_jits_at_import(pytester):
     result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard")
     result.assert_outcomes(passed=1)
     result.stderr.fnmatch_lines(["jaxguard: jaxguard.enable() was called after 1 function(s)*"])
+
+
+def test_key_uses_do_not_carry_over_between_tests(pytester):
+    pytester.makepyfile(test_keys="""
+import jax
+KEY = jax.random.key(0)
+
+def test_first():
+    jax.random.normal(KEY)
+
+def test_second():
+    jax.random.normal(KEY)
+
+def test_reuse_within_one_test_is_still_caught():
+    import pytest
+    import jaxguard
+    key = jax.random.key(1)
+    jax.random.normal(key)
+    with pytest.raises(jaxguard.KeyReuseError):
+        jax.random.uniform(key)
+""")
+    result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard")
+    result.assert_outcomes(passed=3)
