@@ -157,3 +157,17 @@ def test_div_bound_with_the_parameters_of_mul(guards):
     halve = jax.jit(lambda y: lax.div_p.bind(y, jnp.float32(2.0), out_dtype=None))
     with pytest.warns(RuntimeWarning, match="could not add"):
         np.testing.assert_allclose(halve(jnp.array([4.0, 1.0])), [2.0, 0.5])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "complex64"])
+def test_strict_dtype_promotion_with_half_precision_outputs(guards, dtype):
+    # equinox's and others' test configs set jax_numpy_dtype_promotion="strict"
+    import jax
+    import jax.numpy as jnp
+
+    with jax.numpy_dtype_promotion("strict"):
+        out = jax.jit(lambda x: x * 2)(jnp.ones(3, dtype))
+        assert out.dtype == jnp.dtype(dtype)
+        if dtype != "complex64":  # the log of a negative complex number is no NaN
+            with pytest.raises(guards.NaNError):
+                jax.jit(jnp.log)(jnp.zeros(3, dtype) - 1)
