@@ -174,6 +174,13 @@ class GuardedPjitFunction:
             # call) or another one (an unguarded jit, a loop or cond body, the user's own
             # checkify) where no alarm can be read: run exactly as jax would.
             out = self._plain(*args, **kwargs)
+        elif jax.config.jax_disable_jit:
+            # jax.disable_jit(): the function runs op by op, as the user asked, with nothing
+            # compiled to hold checks; its outputs are checked for NaN (Inf) on the host.
+            out = self._plain(*args, **kwargs)
+            if errors & _VALUE_ERRORS and _bad_on_host(errors, out) and not _bad_on_host(errors, (args, kwargs)):
+                raise self._unlocated_error(out, "It ran under jax.disable_jit(), op by op: run it "
+                                                 "jitted to see the operation and its line.")
         else:
             out = self._checked_call(args, kwargs)
         if self._key_positions:

@@ -171,3 +171,15 @@ def test_strict_dtype_promotion_with_half_precision_outputs(guards, dtype):
         if dtype != "complex64":  # the log of a negative complex number is no NaN
             with pytest.raises(guards.NaNError):
                 jax.jit(jnp.log)(jnp.zeros(3, dtype) - 1)
+
+
+def test_under_disable_jit_a_guarded_jit_runs_op_by_op_without_warnings(guards):
+    import warnings
+
+    batched_while = jax.jit(lambda x: jax.vmap(lambda y: jax.lax.while_loop(lambda c: c < 3.0, lambda c: c + 1, y))(x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "could not add on-device checks"
+        with jax.disable_jit():
+            assert np.allclose(batched_while(jnp.ones(3)), 3.0)
+            with pytest.raises(guards.NaNError, match="disable_jit"):
+                jax.jit(jnp.log)(-jnp.ones(3))
