@@ -75,7 +75,9 @@ class GuardedPjitFunction:
         self._fun = fun
         self._jit_kwargs = jit_kwargs
         self._original_jit = original_jit
-        self._key_positions: set[int] = set()  # flat argument positions of consumed keys
+        # per call signature (argument structure and static values): the flat positions of
+        # the arguments that are keys the traced function consumed
+        self._key_positions: dict[tuple, set[int]] = {}
         self._plain = original_jit(self._consuming_keys(fun), **jit_kwargs)
         self._twins: dict = {}  # (error classes, locating?) -> jitted twin
         self._traces = recompile.Traces()
@@ -89,11 +91,28 @@ class GuardedPjitFunction:
             out = fun(*args, **kwargs)
             # Remember which arguments are keys the function consumes: passing the same
             # key object to it twice is key reuse too.
-            self._key_positions.update(
+            self._key_positions.setdefault(self._signature(args, kwargs), set()).update(
                 i for i, leaf in enumerate(jax.tree_util.tree_leaves((args, kwargs)))
                 if isinstance(leaf, core.Tracer) and keys.is_consumed(leaf))
             return out
         return plain
+
+    def _signature(self, args, kwargs) -> tuple:
+        """What decides a trace, as far as keys go: the arguments' structure and the static
+        ones' values (`train=False` traces a forward that draws nothing; a parameter list of
+        another length moves the key to another flat position)."""
+        options = self._jit_kwargs
+        nums = options.get("static_argnums") or ()
+        names = options.get("static_argnames") or ()
+        nums = (nums,) if isinstance(nums, int) else tuple(nums)
+        names = (names,) if isinstance(names, str) else tuple(names)
+        static = tuple(args[i] for i in nums if -len(args) <= i < len(args)) + tuple(
+            (name, kwargs[name]) for name in names if name in kwargs)
+        try:
+            hash(static)
+        except TypeError:
+            static = ()
+        return jax.tree_util.tree_structure((args, kwargs)), static
 
     def _twin(self, errors_now, locating: bool):
         twin = self._twins.get((errors_now, locating))
@@ -183,9 +202,10 @@ class GuardedPjitFunction:
                                                  "jitted to see the operation and its line.")
         else:
             out = self._checked_call(args, kwargs)
-        if self._key_positions:
+        positions = self._key_positions.get(self._signature(args, kwargs)) if self._key_positions else None
+        if positions:
             leaves = jax.tree_util.tree_leaves((args, kwargs))
-            for i in sorted(self._key_positions):
+            for i in sorted(positions):
                 keys.consume(leaves[i], f"jitted {self._name()}")
         return out
 

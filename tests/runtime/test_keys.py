@@ -142,3 +142,33 @@ def test_jax_float64_warning_names_the_users_line(guards):
     assert found
     assert {f"{w.filename.rsplit('/', 1)[-1]}:{w.lineno}" for w in found} == \
         {line_of("# f64-line")}
+
+
+def test_a_key_position_belongs_to_the_trace_that_drew_from_it(guards):
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    @functools.partial(jax.jit, static_argnames="train")
+    def forward(x, key, train):
+        if train:  # dropout draws only in training
+            return x * jax.random.bernoulli(key, 0.5, x.shape)
+        return x
+
+    x = jnp.ones(3)
+    forward(x, jax.random.key(0), train=True)
+    eval_key = jax.random.key(1)
+    forward(x, eval_key, train=False)
+    forward(x, eval_key, train=False)  # the eval trace never drew: no reuse
+
+    @jax.jit
+    def sample(params, key):
+        return sum(params) + jax.random.normal(key)
+
+    sample([1.0], jax.random.key(2))
+    sample([1.0, 2.0], jax.random.key(3))  # the key moved; a float is not a key
+    drawn = jax.random.key(4)
+    sample([1.0, 2.0], drawn)
+    with pytest.raises(guards.KeyReuseError):
+        sample([1.0, 2.0], drawn)
