@@ -32,6 +32,15 @@ def __getattr__(name):
         raise AttributeError(f"module 'jaxguard' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module_name), name)
+    try:
+        value = getattr(importlib.import_module(module_name), name)
+    except ModuleNotFoundError as error:
+        if error.name not in ("jax", "jaxlib", "numpy", "ml_dtypes"):
+            raise
+        part = "runtime guards" if module_name.endswith("runtime") else "precision tools"
+        raise ModuleNotFoundError(
+            f"jaxguard.{name} is part of jaxguard's {part}, which need {error.name}: "
+            f"pip install 'jaxguard[runtime]' (the linter works without it)", name=error.name
+        ) from None
     globals()[name] = value
     return value

@@ -319,3 +319,16 @@ def test_libcst_validates_hand_built_nodes_again_after_a_check():
     lint_source("def f(:\n", "bad.py", ALL_RULES)  # a parse error on the way
     with pytest.raises(cst.CSTValidationError):
         cst.Name("")
+
+
+def test_the_runtime_without_jax_says_what_to_install():
+    import subprocess
+    import sys
+
+    # a process where importing jax fails, as in a lint-only install
+    code = (
+        "import sys\nsys.modules['jax'] = None\nimport jaxguard\n"
+        "try:\n    jaxguard.enable()\nexcept ModuleNotFoundError as error:\n    print(error)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    assert "pip install 'jaxguard[runtime]'" in out and "runtime guards" in out
