@@ -235,14 +235,19 @@ class GuardOOB(_GuardException):
                 f"`{self.prim}` on an array of shape {tuple(self.operand_shape)}")
 
     def to_guard_error(self):
+        # The advice names the API that takes a mode: `x[idx]` and `lax.dynamic_slice` take none.
         if self.prim.startswith("scatter"):
             consequence = "JAX drops such updates silently"
+            advice = "If this is intended, say so: x.at[idx].set(v, mode='drop') (or mode='clip')."
         elif self.prim == "gather":
             consequence = "JAX clamps or fills such reads silently"
+            advice = ("If this is intended, say so: x.at[idx].get(mode='clip') or mode='fill', "
+                      "or jnp.take(x, idx, mode=...).")
         else:
             consequence = "JAX shifts such slices back in bounds silently"
-        where, msg = self.message(str(self), f"{consequence}. Pass mode='clip' or "
-                                             f"mode='fill' explicitly if this is intended.")
+            advice = ("If this is intended, say so: x.at[i].get(mode='clip') for one element, or "
+                      "clamp the start index (jnp.clip) before lax.dynamic_slice.")
+        where, msg = self.message(str(self), f"{consequence}. {advice}")
         return OutOfBoundsError(msg, where=where, op=self.prim)
 
 

@@ -153,3 +153,12 @@ def test_oob_off():
     with jaxguard.guard(oob=False):
         assert int(jax.jit(lambda x, i: x[i])(jnp.arange(3), 5)) == 2
         assert int(jnp.arange(10)[11]) == 9
+
+
+def test_the_advice_names_an_api_that_takes_a_mode(guards):
+    f = jax.jit(lambda x, i: x[i])
+    with pytest.raises(guards.OutOfBoundsError, match=r"x\.at\[i\]\.get\(mode='clip'\)"):
+        f(jnp.arange(3.0), 5)
+    g = jax.jit(lambda x, i: x.at[i].set(1.0))
+    with pytest.raises(guards.OutOfBoundsError, match=r"x\.at\[idx\]\.set\(v, mode='drop'\)"):
+        g(jnp.arange(3.0), 5)
