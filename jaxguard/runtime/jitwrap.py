@@ -11,6 +11,7 @@ from __future__ import annotations
 __tracebackhide__ = True  # pytest: errors raised here show the user's frames only
 
 import functools
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -18,7 +19,7 @@ from collections import OrderedDict
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src import api, core, dtypes
+from jax._src import api, core, dtypes, traceback_util
 from jax._src import checkify as ck
 from jax._src.interpreters import partial_eval as pe
 
@@ -54,6 +55,11 @@ def _staged() -> bool:
     or vmap (their values are concrete underneath)."""
     return any(isinstance(trace, pe.DynamicJaxprTrace)
                for trace in core.unsafe_get_trace_stack(core.unsafe_get_current_trace()))
+
+
+# An error raised through a guarded call shows the user's frames, not jaxguard's (as jax
+# hides its own internals; JAX_TRACEBACK_FILTERING=off shows everything).
+traceback_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 class GuardedPjitFunction:
@@ -187,6 +193,7 @@ class GuardedPjitFunction:
         # re-run cannot recover it: the locating twin, and functions that donate.
         return alarm, (err if locating or self._donates else None), out
 
+    @traceback_util.api_boundary
     def __call__(self, *args, **kwargs):
         if not active or _staged():
             # Guards off, or inside a trace: a guarded jit (whose checkify covers this

@@ -315,3 +315,15 @@ def test_eager_nan_closed_over_by_a_jit_is_judged_by_the_jit(guards):
     normalized = probs / probs.sum(-1, keepdims=True)
     sample = jax.jit(lambda: jnp.where(jnp.isnan(normalized).any(-1), -1., 1.))
     np.testing.assert_array_equal(sample(), [-1., 1.])
+
+
+def test_a_traceback_shows_the_users_frames_not_jaxguards(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text("import jax, jax.numpy as jnp\nimport jaxguard\njaxguard.enable()\n"
+                      "f = jax.jit(lambda x: jnp.log(x))\nf(-jnp.ones(3))\n")
+    err = subprocess.run([sys.executable, str(script)], capture_output=True, text=True).stderr
+    assert "NaNError" in err and 'train.py", line 5' in err
+    assert "jaxguard/runtime" not in err.replace("jaxguard.runtime", "")
