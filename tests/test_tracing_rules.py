@@ -587,3 +587,15 @@ def test_arange_with_one_argument_names_its_stop():
     source = "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef f(x, n):\n    return jnp.arange(n) + x\n"
     messages = [d.message for d in lint(source) if d.code == "JG108"]
     assert len(messages) == 1 and messages[0].startswith("the stop of jnp.arange()")
+
+
+def test_no_static_argnames_advice_for_a_pytree_argument():
+    from tests.helpers import lint
+
+    source = (
+        "import jax\n@jax.jit\ndef step(model, n, x):\n    if model.count > 2:\n        x = x + 1\n"
+        "    if n > 1:\n        x = x * 2\n    return x\n"
+    )
+    messages = [d.message for d in lint(source) if d.code == "JG106"]
+    assert len(messages) == 2
+    assert "static_argnames" not in messages[0] and 'static_argnames=("n",)' in messages[1]

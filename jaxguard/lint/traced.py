@@ -1026,7 +1026,27 @@ def static_candidates(origins: frozenset[str], info: FunctionInfo | None, facts:
         return []
     if info.traced_by not in ("jax.jit", "jax.experimental.pjit.pjit", "flax.nnx.jit"):
         return []
-    return sorted(n for n in origins if not array_parameter(n, info, facts))
+    structured = _structured_params(info)
+    return sorted(n for n in origins if not array_parameter(n, info, facts) and n not in structured)
+
+
+def _structured_params(info: FunctionInfo) -> set[str]:
+    """Parameters the function reads attributes or items of (`model.links`, `batch["x"]`):
+    pytrees, usually of arrays, which static_argnames cannot take (they are not hashable)."""
+    found: set[str] = set()
+    params = set(info.params)
+
+    class _Reads(Visitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if isinstance(node.value, cst.Name) and node.value.value in params:
+                found.add(node.value.value)
+
+        def visit_Subscript(self, node: cst.Subscript) -> None:
+            if isinstance(node.value, cst.Name) and node.value.value in params:
+                found.add(node.value.value)
+
+    walk(info.node, _Reads())
+    return found
 
 
 def static_hint(origins: frozenset[str], info: FunctionInfo | None, facts: ModuleFacts) -> str:
