@@ -379,3 +379,19 @@ def test_a_project_class_whose_constructor_draws_is_a_draw(tmp_path):
         ),
     })
     assert check(root, "pkg") == [("pkg/train.py", 5, "JG602")]
+
+
+def test_a_helper_that_returns_the_key_it_drew_from(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/sampling.py": (
+            "import jax\ndef sample(key, shape):\n    x = jax.random.normal(key, shape)\n    return x, key\n"
+            "def fresh(key, shape):\n    key, sub = jax.random.split(key)\n    return jax.random.normal(sub, shape), key\n"
+        ),
+        "pkg/train.py": (
+            "import jax\nfrom pkg.sampling import fresh, sample\n"
+            "def run(key):\n    x, key = sample(key, (3,))\n    k1, k2 = jax.random.split(key)\n    return x, k1, k2\n"
+            "def ok(key):\n    x, key = fresh(key, (3,))\n    k1, k2 = jax.random.split(key)\n    return x, k1, k2\n"
+        ),
+    })
+    assert check(root, "pkg") == [("pkg/train.py", 5, "JG601")]

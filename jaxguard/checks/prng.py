@@ -210,6 +210,7 @@ class KeyFlow:
             self._expression(small.value, state)
             self._stored(small.value, [t.target for t in small.targets], state)
             source = self._is_key_source(small.value)
+            handed_back = self._handed_back(small.value)  # read before the names are rebound
             for target in small.targets:
                 for name in _names_in(target.target):
                     _forget(state, name)
@@ -217,6 +218,9 @@ class KeyFlow:
                         self.keys.add(name)
                     else:
                         self.keys.discard(name)
+                for bound in _bound_at(target.target, handed_back):
+                    state.consumed[bound] = Use(bound, small.value, handed_back[0][1], False, self.statement)
+                    self.keys.add(bound)
             return state
         if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
             if small.value is not None:
@@ -305,6 +309,27 @@ class KeyFlow:
             proven = callee is not None or verdict == DRAWS or _samples(call)
             maybe = (haiku_apply and arg.keyword is None and node is arg.value) or id(node) in side_streams
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
+
+    def _handed_back(self, value: cst.BaseExpression) -> list[tuple[int, str]]:
+        """`x, key = sample(key)` where the project index shows `sample` draws from the key it
+        is given and returns it: [(position in the result, consumer)] of such keys (-1: the
+        whole result)."""
+        project = self.facts.project
+        if project is None or not isinstance(value, cst.Call):
+            return []
+        entry = project.callee(self.facts.qualname(value.func, self.scope))
+        if entry is None or len(entry) < 6 or not entry[5]:
+            return []
+        consumer = f"{self._describe(value)} (which draws from it and returns it)"
+        given = {self._param_of(entry, value, arg) for arg in value.args if self._passed_keys(arg.value)}
+        return [(position, consumer) for position, param in entry[5] if param in given]
+
+    def _param_of(self, entry, call: cst.Call, arg: cst.Arg) -> str | None:
+        params, bound_first = entry[1], entry[2]
+        if arg.keyword is not None:
+            return arg.keyword.value
+        index = [a for a in call.args if a.keyword is None].index(arg) + (1 if bound_first else 0)
+        return params[index] if index < len(params) else None
 
     def _passed_keys(self, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
         """Known keys an argument passes: itself, or items of a literal tuple, list or dict
@@ -431,6 +456,18 @@ def _forget(state: _State, name: str) -> None:
     state.rebound.add(name)
 
 
+def _bound_at(target: cst.BaseExpression, handed_back: list[tuple[int, str]]) -> list[str]:
+    """The names an assignment binds to the handed-back positions of a call's result."""
+    names = []
+    elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else None
+    for position, _ in handed_back:
+        bound = target if position == -1 and elements is None else (
+            elements[position] if elements is not None and 0 <= position < len(elements) else None)
+        if isinstance(bound, cst.Name):
+            names.append(bound.value)
+    return names
+
+
 def _split_count(call: cst.CSTNode) -> int | None:
     """How many keys `split(key, n)` makes (2 by default); None if not a literal."""
     if not isinstance(call, cst.Call):
@@ -552,7 +589,7 @@ def project_key_verdict(facts: ModuleFacts, qualified: str | None, call: cst.Cal
     if entry is None or any(other.star for other in call.args):
         return None
     # a method is reached by its class: `Cls.m(obj, key)` passes `self`, a classmethod binds `cls`
-    _, params, bound_first, _, _ = entry
+    params, bound_first = entry[1], entry[2]
     if arg.keyword is not None:
         param = arg.keyword.value
     else:

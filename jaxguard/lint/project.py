@@ -53,7 +53,8 @@ class ProjectView:
     differentiated: tuple = ()  # this module's functions some module differentiates
     # project functions of other modules this one calls:
     # (qualified name, params, first parameter bound (a classmethod's `cls`, a constructor's
-    # `self`)?, ((param, key verdict), ...), static result?)
+    # `self`)?, ((param, key verdict), ...), static result?, ((position, param), ...) of the
+    # keys it draws from and hands back in its result (position -1: the whole result))
     callees: tuple = ()
     static_methods: tuple = ()  # method names whose every project definition is static
     static_attributes: tuple = ()  # field names every project class keeps static (for traced code)
@@ -386,7 +387,11 @@ class ProjectIndex:
                 callee = self._function(target)
                 verdicts = tuple((p, self.key_verdict(target, p)) for p in callee["params"])
                 bound = callee["classmethod"] or (target[1].endswith(".__init__") and not name.endswith(".__init__"))
-                callees.append((name, tuple(callee["params"]), bound, verdicts, self.returns_static(target)))
+                handed_back = tuple(sorted({
+                    (position, param) for position, param in callee.get("returns", ())
+                    if self.key_verdict(target, param) == DRAWS
+                }))
+                callees.append((name, tuple(callee["params"]), bound, verdicts, self.returns_static(target), handed_back))
         source = self.x64_source(module)
         return ProjectView(
             module=module,

@@ -27,7 +27,7 @@ from jaxguard.lint.jaxapi import (
     TRACING_TRANSFORMS,
 )
 
-VERSION = 2  # of the summary format (part of its cache key)
+VERSION = 3  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code).
@@ -349,6 +349,7 @@ class _Summariser:
             "method_calls": sorted(method_calls),
             "keys": {},
             "static": _StaticResult(self, node, flat, local, cls, self_name).result(),
+            "returns": _returned_params(flat, params),
         }
         loads: dict[str, list[ast.Name]] = {}
         for inner in flat.names:
@@ -503,6 +504,22 @@ class _StaticResult:
                 return True
             return False
         return False
+
+
+def _returned_params(flat: _Flat, params: list[str]) -> list[list]:
+    """[position, parameter] for each parameter the function returns as it came in: the
+    whole result (position -1) or an element of a returned tuple (`return x, key`). With the
+    parameter's key verdict, the index knows a helper that hands back a key it drew from."""
+    rebound = {name.id for name in flat.names if isinstance(name.ctx, ast.Store)}
+    as_given = set(params) - rebound  # `key, sub = split(key); return x, key` returns a new key
+    found = []
+    for node in flat.own_returns:
+        value = node.value
+        if isinstance(value, ast.Name) and value.id in as_given:
+            found.append([-1, value.id])
+        elif isinstance(value, ast.Tuple):
+            found.extend([i, e.id] for i, e in enumerate(value.elts) if isinstance(e, ast.Name) and e.id in as_given)
+    return found
 
 
 def _static_annotation(node) -> bool:
