@@ -212,7 +212,7 @@ class KeyFlow:
             source = self._is_key_source(small.value)
             handed_back = self._handed_back(small.value)  # read before the names are rebound
             for target in small.targets:
-                for name in _names_in(target.target):
+                for name in _names_in(target.target) | _self_attributes(target.target):
                     _forget(state, name)
                     if source:
                         self.keys.add(name)
@@ -225,7 +225,7 @@ class KeyFlow:
         if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
             if small.value is not None:
                 self._expression(small.value, state)
-            for name in _names_in(small.target):
+            for name in _names_in(small.target) | _self_attributes(small.target):
                 _forget(state, name)
             return state
         if isinstance(small, cst.Expr):
@@ -247,6 +247,14 @@ class KeyFlow:
             if node.value in self.keys or not known_only:
                 return node.value
             return None
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+            and KEY_PARAM.match(node.attr.value)
+        ):
+            ident = f"self.{node.attr.value}"  # a key held by the object: `normal(self.key)`
+            return ident if ident in self.keys or not known_only else None
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 1:
             index = node.slice[0].slice
             if isinstance(index, cst.Index) and literal_int(index.value) is not None and node.value.value in self.keys:
@@ -454,6 +462,16 @@ def _forget(state: _State, name: str) -> None:
     for key in [k for k in state.folded if k == name or k.startswith(name + "[")]:
         del state.folded[key]
     state.rebound.add(name)
+
+
+def _self_attributes(target: cst.BaseExpression) -> set[str]:
+    """`self.key` and `self.key, sub = ...`: the object's keys an assignment rebinds."""
+    items = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+    return {
+        f"self.{item.attr.value}"
+        for item in items
+        if isinstance(item, cst.Attribute) and isinstance(item.value, cst.Name) and item.value.value == "self"
+    }
 
 
 def _bound_at(target: cst.BaseExpression, handed_back: list[tuple[int, str]]) -> list[str]:
@@ -752,6 +770,9 @@ class KeyReuse(_KeyRule):
         mask = random.bernoulli(mask_key, 0.5, (3,))
     """
     invalid = (
+        # a key held by the object, drawn from twice
+        "import jax\nclass Agent:\n    def act(self, obs):\n        a = jax.random.normal(self.key)\n"
+        "        b = jax.random.uniform(self.key)\n        return a, b\n",
         "from jax import random\nkey = random.PRNGKey(0)\nprint(random.normal(key, shape=(1,)))\nprint(key)\nprint(random.normal(key, shape=(1,)))\n",
         "import jax\ndef init(key):\n    w = jax.random.normal(key, (3, 3))\n    b = jax.random.uniform(key, (3,))\n    return w, b\n",
         "import jax\ndef f(key, flag):\n    if flag:\n        a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return b\n",
@@ -762,6 +783,10 @@ class KeyReuse(_KeyRule):
         "    return params, jax.random.normal(key, x.shape)\n",
     )
     valid = (
+        # the object's key split and rebound before the next draw
+        "import jax\nclass Agent:\n    def act(self, obs):\n        self.key, sub = jax.random.split(self.key)\n"
+        "        a = jax.random.normal(sub)\n        self.key, sub = jax.random.split(self.key)\n"
+        "        return a, jax.random.uniform(sub)\n",
         # callables whose code is not read: the key may or may not be drawn from (unknown)
         "import jax\ndef make(layer_a, layer_b):\n    rng = jax.random.PRNGKey(0)\n    return layer_a(rng), layer_b(rng)\n",
         # a key stored in a tuple (a scan carry), an `rngs` dict, a logger: not draws
