@@ -284,6 +284,11 @@ class KeyFlow:
             key = self._key_id(arg, known_only=False) if arg is not None else None
             if key is not None and key.split("[")[0] not in shadowed:
                 self._consume(key, call, name, name == "jax.random.split", state)
+                if shadowed and not self.key_param and name.rsplit(".", 1)[-1] not in ("permutation", "shuffle"):
+                    # (one permutation for each of several arrays keeps paired data aligned)
+                    # in a comprehension's element: every element draws from the same key
+                    use = Use(key, call, name, False, self.statement)
+                    self.findings.append(Finding("JG603", use, None, _same_every_element(key)))
             return
         if name is not None and name.startswith(NEUTRAL_PREFIXES):
             return
@@ -495,6 +500,13 @@ def _split_count(call: cst.CSTNode) -> int | None:
     return 2 if count is None else literal_int(count)
 
 
+def _same_every_element(key: str) -> str:
+    return (
+        f"PRNG key '{key}' is drawn from in every element of a comprehension: every element gets "
+        f"the same numbers; split it first (`for k in jax.random.split({key}, n)`)"
+    )
+
+
 def _same_key_note(key: str, index: int, count: int) -> str:
     return (
         f"PRNG key '{key}' is both folded and split: fold_in({key}, {index}) is the same key as "
@@ -655,6 +667,8 @@ class _CallCollector(Visitor):
     def __init__(self) -> None:
         self.calls: list[tuple[cst.Call | cst.IfExp, frozenset[str]]] = []
         self.shadowed: list[frozenset[str]] = [frozenset()]
+        # a comprehension's first iterable runs once, in the enclosing scope
+        self.outer_iterables: dict[int, frozenset[str]] = {}
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
@@ -666,15 +680,20 @@ class _CallCollector(Visitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, _COMPREHENSIONS):
             names, comp = set(), node.for_in
+            self.outer_iterables[id(node.for_in.iter)] = self.shadowed[-1]
             while comp is not None:
                 names |= _names_in(comp.target)
                 comp = comp.inner_for_in
             self.shadowed.append(self.shadowed[-1] | names)
+        if id(node) in self.outer_iterables:
+            self.shadowed.append(self.outer_iterables[id(node)])
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if isinstance(original_node, cst.Call):
             self.calls.append((original_node, self.shadowed[-1]))
+        if id(original_node) in self.outer_iterables:
+            self.shadowed.pop()
         if isinstance(original_node, _COMPREHENSIONS):
             self.shadowed.pop()
 
@@ -910,11 +929,17 @@ class KeyReusedInLoop(_KeyRule):
             samples.append(jax.random.normal(sub, (2,)))
     """
     invalid = (
+        # a comprehension drawing from one key for every element
+        "import jax\ndef noise(key):\n    return [jax.random.uniform(key) for _ in range(3)]\n",
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    x = jax.random.uniform(key)\n",
         "import jax\nfrom jax import lax\nkey = jax.random.key(0)\ndef body(i, acc):\n    return acc + jax.random.normal(key)\nout = lax.fori_loop(0, 10, body, 0.0)\n",
         "import jax\ndef train(step, n):\n    key = jax.random.key(0)\n    for _ in range(n):\n        step(key)\n",
     )
     valid = (
+        # the same permutation for each of several arrays: paired data stays aligned
+        "import jax\ndef shuffle(key, arrays):\n    return [jax.random.permutation(key, a) for a in arrays]\n",
+        "import jax\ndef noise(key):\n    return [jax.random.normal(k) for k in jax.random.split(key, 3)]\n",
+        "import jax\ndef noise(key):\n    return [jax.random.normal(jax.random.fold_in(key, i)) for i in range(3)]\n",
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    key, sub = jax.random.split(key)\n    x = jax.random.uniform(sub)\n",
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    x = jax.random.uniform(jax.random.fold_in(key, i))\n",
         "import jax\nkey = jax.random.key(0)\nfor k in jax.random.split(key, 3):\n    x = jax.random.uniform(k)\n",
@@ -929,7 +954,7 @@ class KeyReusedInLoop(_KeyRule):
     )
 
     def describe(self, finding: Finding) -> str:
-        return self.message.format(key=finding.use.key)
+        return finding.note or self.message.format(key=finding.use.key)
 
 
 @register
