@@ -17,6 +17,7 @@ _LAZY = {
     "OutOfBoundsError": "jaxguard.runtime",
     "KeyReuseError": "jaxguard.runtime",
     "RecompileWarning": "jaxguard.runtime",
+    "LibraryGuardWarning": "jaxguard.runtime",
     "assert_close": "jaxguard.precision",
     "check_ops": "jaxguard.precision",
     "check_grads": "jaxguard.precision",

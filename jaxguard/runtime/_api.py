@@ -11,6 +11,7 @@ import jax
 from jax._src import core
 
 from jaxguard.runtime import checks, eager, jitwrap, keys, recompile
+from jaxguard.runtime import errors as errors_module
 from jaxguard.runtime.errors import _is_library_file, warn_at_user
 
 _TRANSFER_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
@@ -28,7 +29,8 @@ class _Active:
 
 
 _DEFAULTS = dict(x64=None, nans=True, infs=False, oob=True, key_reuse=True, recompiles=3,
-                 tracer_leaks=False, transfers=None, rank_promotion=None, precision=None)
+                 tracer_leaks=False, transfers=None, rank_promotion=None, precision=None,
+                 libraries="warn")
 _lock = threading.RLock()
 _active: _Active | None = None
 
@@ -52,6 +54,12 @@ def _validate(options: dict) -> None:
     if options["rank_promotion"] not in (None, *_RANK_PROMOTION):
         raise ValueError(f"jaxguard.enable: rank_promotion= must be None or one of "
                          f"{', '.join(_RANK_PROMOTION)}; got {options['rank_promotion']!r}")
+    libraries = options["libraries"]
+    if not (libraries in ("warn", "raise") or (
+        isinstance(libraries, dict) and all(v in ("warn", "raise") for v in libraries.values())
+    )):
+        raise ValueError("jaxguard.enable: libraries= must be 'warn', 'raise', or a dict of package "
+                         f"name -> 'warn' | 'raise'; got {libraries!r}")
     precision = options["precision"]
     if precision not in (None, True, False) and not isinstance(precision, dict):
         raise ValueError(f"jaxguard.enable: precision= must be None, True, False or a dict of "
@@ -105,7 +113,7 @@ def _user_jits_created_before() -> list[str]:
 
 
 def enable(*, x64=None, nans=True, infs=False, oob=True, key_reuse=True, recompiles=3,
-           tracer_leaks=False, transfers=None, rank_promotion=None, precision=None):
+           tracer_leaks=False, transfers=None, rank_promotion=None, precision=None, libraries="warn"):
     """Switch jaxguard's runtime guards on (see docs/runtime.md).
 
     Call once at program start, before model code is imported or jitted. Calling it again
@@ -113,7 +121,7 @@ def enable(*, x64=None, nans=True, infs=False, oob=True, key_reuse=True, recompi
     """
     options = dict(x64=x64, nans=nans, infs=infs, oob=oob, key_reuse=key_reuse,
                    recompiles=recompiles, tracer_leaks=tracer_leaks, transfers=transfers,
-                   rank_promotion=rank_promotion, precision=precision)
+                   rank_promotion=rank_promotion, precision=precision, libraries=libraries)
     _validate(options)
     _enable(options, warn_late=True)
 
@@ -127,6 +135,7 @@ def _enable(options: dict, *, warn_late: bool) -> None:
             disable()
         _warn_late(options, check_existing_jits=warn_late)
         nans, infs, oob = options["nans"], options["infs"], options["oob"]
+        errors_module.libraries_policy = options["libraries"]
         state = _Active(options=options)
         changes = _config_changes(options)
         if not core.trace_state_clean():
@@ -172,6 +181,7 @@ def _undo(state: _Active) -> None:
     if state.precision_context is not None:
         state.precision_context.__exit__(None, None, None)
     jitwrap.active = False
+    errors_module.libraries_policy = "warn"
     keys.uninstall()
     eager.uninstall()
     if state.original_jit is not None:

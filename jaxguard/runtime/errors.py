@@ -47,6 +47,13 @@ class KeyReuseError(GuardError):
     """A PRNG key was consumed twice."""
 
 
+class LibraryGuardWarning(UserWarning):
+    """A key reuse or out-of-bounds access found inside an installed package, which the
+    `libraries` option of `enable()` turns into this warning rather than an error (the
+    default: the package's authors, not you, can fix it). `libraries="raise"` makes it an
+    error again."""
+
+
 class RecompileWarning(UserWarning):
     """One function was traced (and compiled) more often than `recompiles` allows."""
 
@@ -112,3 +119,43 @@ def warn_at_user(message: str, category: type[Warning]) -> None:
         warnings.warn(message, category, stacklevel=3)
     else:
         warnings.warn_explicit(message, category, frame[0], frame[1])
+
+
+# enable(libraries=...): "warn", "raise", or {package: "warn" | "raise"} (others warn)
+libraries_policy: object = "warn"
+
+
+def installed_package(filename: str | None) -> str | None:
+    """The top-level package an installed file belongs to (`numpyro` for
+    .../site-packages/numpyro/infer/util.py), None for the user's own files."""
+    if not filename:
+        return None
+    for marker in ("site-packages", "dist-packages"):
+        if marker in filename:
+            rest = filename.split(marker, 1)[1].lstrip("/\\")
+            top = rest.replace("\\", "/").split("/", 1)[0]
+            return top[:-3] if top.endswith(".py") else top
+    return None
+
+
+def warns_for(packages) -> bool:
+    """Do all of these installed packages get warnings rather than errors?"""
+    packages = set(packages)
+    if not packages or None in packages:
+        return False
+    policy = libraries_policy
+    if isinstance(policy, str):
+        return policy == "warn"
+    return all(policy.get(package, "warn") == "warn" for package in packages)
+
+
+def warn_at_own_code(message: str, category: type[Warning]) -> None:
+    """Issue a warning at the innermost frame of the user's own code (not an installed
+    package's): the call that led into the library."""
+    frame = sys._getframe(1)
+    while frame is not None and _is_installed(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, category, stacklevel=2)
+    else:
+        warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno)

@@ -27,9 +27,14 @@ from jaxguard.runtime import checks, keys, recompile
 from jaxguard.runtime.errors import (
     GuardError,
     InfError,
+    LibraryGuardWarning,
     NaNError,
+    OutOfBoundsError,
     format_where,
+    installed_package,
+    warn_at_own_code,
     warn_at_user,
+    warns_for,
 )
 
 # Set by enable()/disable(). Twins read them at call time, so a function jitted under one
@@ -256,6 +261,12 @@ class GuardedPjitFunction:
         guard_error = checks.to_guard_error(exc)
         if guard_error is None:
             raise exc
+        if isinstance(guard_error, OutOfBoundsError) and _in_installed_package(guard_error):
+            # an access inside a library (equinox's checkpointed loop reads a clamped,
+            # discarded index): the package's to fix; a warning at the user's call
+            warn_at_own_code(f"{guard_error} (Inside {_in_installed_package(guard_error)}, not your code: "
+                             f"jaxguard.enable(libraries='raise') makes this an error.)", LibraryGuardWarning)
+            return
         raise guard_error from None
 
     def _unlocated_error(self, out, reason: str):
@@ -290,6 +301,13 @@ class GuardedPjitFunction:
 
 
 _VALUE_ERRORS = frozenset({checks.GuardNaN, checks.GuardInf})
+
+
+def _in_installed_package(error) -> str | None:
+    """The installed package the error's site lies in, if its policy is to warn."""
+    filename = error.where.rsplit(":", 1)[0] if error.where else None
+    package = installed_package(os.path.abspath(filename)) if filename else None
+    return package if package is not None and warns_for({package}) else None
 
 
 def _twin_options(jit_kwargs: dict) -> dict:

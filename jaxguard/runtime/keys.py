@@ -27,6 +27,8 @@ import jax
 from jax._src import api, core
 from jax._src.random import core as random_core
 
+from jaxguard.runtime import errors as errors_module
+
 from jaxguard.runtime.errors import (
     KeyReuseError,
     _is_installed,
@@ -72,7 +74,19 @@ def consume(key, what: str) -> None:
     with _lock:
         previous = _consumed.get(ident)
         if previous is not None and previous[0]() is key:
-            raise _reuse_error(previous[1], previous[2], stack, what)
+            error = _reuse_error(previous[1], previous[2], stack, what)
+            # the library's doing only if the two uses part inside it (numpyro splitting one
+            # key twice in one call), not when the user passes one key to it twice
+            packages = {
+                errors_module.installed_package(site[0][0]) if site[0] is not None else None
+                for site in _call_sites(previous[1], stack)
+            }
+            if not errors_module.warns_for(packages):
+                raise error
+            # both uses inside installed packages: theirs to fix; said once per use site
+            errors_module.warn_at_own_code(
+                f"{error} (Inside {', '.join(sorted(packages))}, not your code: "
+                f"jaxguard.enable(libraries='raise') makes this an error.)", errors_module.LibraryGuardWarning)
         _consumed[ident] = (weakref.ref(key, lambda _, i=ident: _forget(i)), stack, what)
 
 

@@ -1,0 +1,86 @@
+"""Alarms inside installed packages: a warning at the user's call by default
+(`libraries="warn"`), an error with `libraries="raise"` or per package; the user's own code
+always raises."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("jax")
+
+FAKELIB = """
+import jax
+import jax.numpy as jnp
+
+def init_model(key):
+    a = jax.random.normal(key)
+    b = jax.random.uniform(key)  # the library reuses the key it is given
+    return a + b
+
+@jax.jit
+def read_past_end(x):
+    return x[jnp.asarray(x.shape[0])]
+"""
+
+
+def run(tmp_path, body: str) -> subprocess.CompletedProcess:
+    package = tmp_path / "site-packages" / "fakelib"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text(FAKELIB)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site-packages"), JAX_PLATFORMS="cpu")
+    script = tmp_path / "user.py"
+    script.write_text("import warnings\nimport jax, jax.numpy as jnp\nimport jaxguard\n" + textwrap.dedent(body))
+    return subprocess.run([sys.executable, "-W", "always", str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+
+
+def test_a_librarys_alarm_is_a_warning_at_the_users_call(tmp_path):
+    result = run(tmp_path, """
+        jaxguard.enable()
+        import fakelib
+        fakelib.init_model(jax.random.key(0))
+        fakelib.read_past_end(jnp.arange(3.0))
+        print("ran")
+    """)
+    assert "ran" in result.stdout, result.stderr[-1500:]
+    warnings = [line for line in result.stderr.splitlines() if "LibraryGuardWarning" in line]
+    assert len(warnings) == 2 and all("user.py:" in line.split(": Library")[0] for line in warnings), result.stderr[-1500:]
+    assert "Inside fakelib" in warnings[0] and "PRNG key reused" in warnings[0]
+    assert "out of bounds" in warnings[1]
+
+
+@pytest.mark.parametrize("libraries", ["'raise'", "{'fakelib': 'raise'}"])
+def test_raise_makes_it_an_error(tmp_path, libraries):
+    result = run(tmp_path, f"""
+        jaxguard.enable(libraries={libraries})
+        import fakelib
+        try:
+            fakelib.init_model(jax.random.key(0))
+        except jaxguard.KeyReuseError:
+            print("KeyReuseError")
+    """)
+    assert result.stdout.strip() == "KeyReuseError", result.stderr[-1500:]
+
+
+def test_the_users_own_reuse_still_raises(tmp_path):
+    result = run(tmp_path, """
+        jaxguard.enable()
+        key = jax.random.key(0)
+        jax.random.normal(key)
+        try:
+            jax.random.uniform(key)
+        except jaxguard.KeyReuseError:
+            print("KeyReuseError")
+    """)
+    assert result.stdout.strip() == "KeyReuseError", result.stderr[-1500:]
+
+
+def test_a_bad_value_is_refused():
+    import jaxguard
+
+    with pytest.raises(ValueError, match="libraries="):
+        jaxguard.enable(libraries="ignore")
