@@ -91,6 +91,7 @@ class GuardedPjitFunction:
         self._key_positions: dict[tuple, set[int]] = {}
         self._plain = original_jit(self._consuming_keys(fun), **jit_kwargs)
         self._twins: dict = {}  # (error classes, locating?) -> jitted twin
+        self._said_unchecked = False  # the warning that a transformation runs it unchecked
         self._traces = recompile.Traces()
         self._donates = any(jit_kwargs.get(name) not in (None, (), [])
                             for name in ("donate_argnums", "donate_argnames"))
@@ -222,7 +223,25 @@ class GuardedPjitFunction:
         return out
 
     def _checked_call(self, args, kwargs):
-        alarm, err, out = self._twin(errors, False)(*args, **kwargs)
+        if self._said_unchecked and _has_tracers(args, kwargs):
+            return self._plain(*args, **kwargs)  # known to fail: do not trace it again
+        try:
+            alarm, err, out = self._twin(errors, False)(*args, **kwargs)
+        except GuardError:
+            raise
+        except Exception as exc:
+            if not _has_tracers(args, kwargs):
+                raise
+            # Under an eager grad/vjp/linearize, differentiating the checked twin can fail
+            # where the plain function does not (jax 0.10's checkify with a custom_vjp that
+            # scatters or slices). Run it as jax would; a bug of the user's raises again.
+            out = self._plain(*args, **kwargs)
+            if not self._said_unchecked:
+                self._said_unchecked = True
+                warn_at_user(f"jaxguard could not differentiate the checked version of {self._name()}() "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]}); under this "
+                             f"transformation it runs unchecked.", RuntimeWarning)
+            return out
         try:
             alarmed = int(alarm)  # the one device-to-host read per call
         except jax.errors.ConcretizationTypeError:
@@ -301,6 +320,11 @@ class GuardedPjitFunction:
 
 
 _VALUE_ERRORS = frozenset({checks.GuardNaN, checks.GuardInf})
+
+
+def _has_tracers(args, kwargs) -> bool:
+    """Called under an eager transformation (grad, vjp, linearize): its arguments are tracers."""
+    return any(isinstance(leaf, core.Tracer) for leaf in jax.tree_util.tree_leaves((args, kwargs)))
 
 
 def _in_installed_package(error) -> str | None:

@@ -183,3 +183,23 @@ def test_under_disable_jit_a_guarded_jit_runs_op_by_op_without_warnings(guards):
             assert np.allclose(batched_while(jnp.ones(3)), 3.0)
             with pytest.raises(guards.NaNError, match="disable_jit"):
                 jax.jit(jnp.log)(-jnp.ones(3))
+
+
+def test_eager_grad_of_a_jit_with_a_custom_vjp_that_slices(guards):
+    # jax 0.10's checkify cannot be differentiated here ("foreach() argument 2 is shorter
+    # than argument 1"); the program must run as jax runs it, and say so once
+    import warnings
+
+    @jax.custom_vjp
+    def f(x):
+        return x.at[0].set(1.0)[1:]
+
+    f.defvjp(lambda x: (f(x), None), lambda _, g: (jnp.concatenate([jnp.zeros(1), g]),))
+    step = jax.jit(lambda x: f(x).sum())
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            assert np.allclose(jax.grad(step)(jnp.ones(4)), [0.0, 1.0, 1.0, 1.0])
+        assert np.allclose(jax.vjp(step, jnp.ones(4))[0], 3.0)
+    assert sum("runs unchecked" in str(w.message) for w in said) == 1
+    assert float(step(jnp.ones(4))) == 3.0  # called plainly it is still checked
