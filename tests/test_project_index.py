@@ -292,12 +292,12 @@ def test_editing_one_module_changes_what_another_reports_with_the_cache_on(tmp_p
 
 def test_the_project_view_is_part_of_the_result_cache_key():
     from jaxguard.lint.cache import cache_key
-    from jaxguard.lint.project import ProjectView
+    from jaxguard.lint.project import Callee, ProjectView
     from jaxguard.lint.settings import LintSettings
 
     alone = LintSettings(frozenset({"JG601"}))
-    drawn = LintSettings(frozenset({"JG601"}), project=ProjectView(module="m", callees=(("a.f", ("key",), False, (("key", "draws"),), False),)))
-    ignored = LintSettings(frozenset({"JG601"}), project=ProjectView(module="m", callees=(("a.f", ("key",), False, (("key", "ignores"),), False),)))
+    drawn = LintSettings(frozenset({"JG601"}), project=ProjectView(module="m", callees=(Callee("a.f", ("key",), False, (("key", "draws"),), False, ()),)))
+    ignored = LintSettings(frozenset({"JG601"}), project=ProjectView(module="m", callees=(Callee("a.f", ("key",), False, (("key", "ignores"),), False, ()),)))
     keys = {cache_key("m.py", b"x", settings) for settings in (alone, drawn, ignored)}
     assert len(keys) == 3
 
@@ -395,3 +395,24 @@ def test_a_helper_that_returns_the_key_it_drew_from(tmp_path):
         ),
     })
     assert check(root, "pkg") == [("pkg/train.py", 5, "JG601")]
+
+
+def test_a_touched_file_is_not_summarised_again(tmp_path, monkeypatch):
+    import os
+
+    from jaxguard.lint import project
+
+    root = keys_package(tmp_path)
+    cache = str(tmp_path / "cache")
+    files = [str(p) for p in sorted((root / "pkg").glob("*.py"))]
+    project.build_index(files, cache, [], root)
+    made = []
+    real = project.summarise
+    monkeypatch.setattr(project, "summarise", lambda *a: made.append(a[1]) or real(*a))
+    helper = root / "pkg/rng_utils.py"
+    os.utime(helper, ns=(1, 1))  # a new mtime, the same content
+    ((index, _),) = project.build_index(files, cache, [], root)
+    assert made == [] and "split_key" in index.summaries["pkg.rng_utils"]["functions"]
+    helper.write_text(helper.read_text() + "\n# edited\n")
+    project.build_index(files, cache, [], root)
+    assert made == ["pkg.rng_utils"]

@@ -30,12 +30,43 @@ import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 from jaxguard.lint.jaxapi import GRAD_TRANSFORMS
-from jaxguard.lint.summary import DRAWS, IGNORES, UNKNOWN, VERSION, empty_summary, summarise
+from jaxguard.lint.summary import (
+    DRAWS,
+    IGNORES,
+    UNKNOWN,
+    VERSION,
+    empty_summary,
+    summarise,
+)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 INDEX_FILE = "project-index.json"
+
+
+class Callee(NamedTuple):
+    """A project function of another module that a file calls, as its view shows it."""
+
+    name: str  # the qualified name the file calls it by
+    params: tuple[str, ...]
+    bound_first: bool  # the first parameter is bound: a classmethod's `cls`, a constructor's `self`
+    keys: tuple  # ((parameter, DRAWS | IGNORES | UNKNOWN), ...)
+    static: bool  # it returns a static Python value
+    # ((position, parameter), ...): keys it draws from and hands back in its result
+    # (position -1: the whole result)
+    handed_back: tuple
+
+    def param_for(self, args, arg) -> str | None:
+        """The parameter that `arg` (one of the call's `args`, libcst or otherwise: `.keyword`
+        and `.star`) binds; None where that cannot be read (a `*args`, a position beyond)."""
+        if any(other.star for other in args):
+            return None
+        if arg.keyword is not None:
+            return arg.keyword.value
+        index = [a for a in args if a.keyword is None].index(arg) + (1 if self.bound_first else 0)
+        return self.params[index] if index < len(self.params) else None
 
 
 @dataclass(frozen=True)
@@ -45,23 +76,18 @@ class ProjectView:
     module: str = ""
     package: str = ""  # for relative imports
     x64: bool = False  # importing this module enables x64 (here, in its packages or imports)
-    x64_where: str = ""  # the module that enables it, for messages
     # this module's functions traced by another module: (name, transform, argnums, argnames)
     roots: tuple = ()
     # this module's functions traced as callees of traced code elsewhere: (name, transform)
     reached: tuple = ()
     differentiated: tuple = ()  # this module's functions some module differentiates
-    # project functions of other modules this one calls:
-    # (qualified name, params, first parameter bound (a classmethod's `cls`, a constructor's
-    # `self`)?, ((param, key verdict), ...), static result?, ((position, param), ...) of the
-    # keys it draws from and hands back in its result (position -1: the whole result))
-    callees: tuple = ()
+    callees: tuple[Callee, ...] = ()  # project functions of other modules this one calls
     static_methods: tuple = ()  # method names whose every project definition is static
     static_attributes: tuple = ()  # field names every project class keeps static (for traced code)
 
     @cached_property
-    def _callees(self) -> dict:
-        return {entry[0]: entry for entry in self.callees}
+    def _callees(self) -> dict[str, Callee]:
+        return {entry.name: entry for entry in self.callees}
 
     def absolute(self, qualified: str) -> str:
         """`..utils.f` as the per-module facts record a relative import -> `pkg.utils.f`."""
@@ -73,7 +99,7 @@ class ProjectView:
         parts = parts[: max(0, len(parts) - (level - 1))]
         return ".".join([*parts, stripped]) if stripped else ".".join(parts)
 
-    def callee(self, qualified: str | None):
+    def callee(self, qualified: str | None) -> Callee | None:
         if not qualified or not self.callees:
             return None
         return self._callees.get(self.absolute(qualified))
@@ -83,11 +109,11 @@ class ProjectView:
         entry = self.callee(qualified)
         if entry is None:
             return None
-        return dict(entry[3]).get(param)
+        return dict(entry.keys).get(param)
 
     def returns_static(self, qualified: str | None) -> bool:
         entry = self.callee(qualified)
-        return entry is not None and entry[4]
+        return entry is not None and entry.static
 
 
 def is_test_file(path: str, root: Path | None = None) -> bool:
@@ -391,13 +417,12 @@ class ProjectIndex:
                     (position, param) for position, param in callee.get("returns", ())
                     if self.key_verdict(target, param) == DRAWS
                 }))
-                callees.append((name, tuple(callee["params"]), bound, verdicts, self.returns_static(target), handed_back))
+                callees.append(Callee(name, tuple(callee["params"]), bound, verdicts, self.returns_static(target), handed_back))
         source = self.x64_source(module)
         return ProjectView(
             module=module,
             package=package,
             x64=source is not None,
-            x64_where=source or "",
             roots=tuple(roots),
             reached=reached,
             differentiated=differentiated,
@@ -465,14 +490,16 @@ class SummaryStore:
                 found[key] = (entry[3], entry[4], entry[5])
             else:
                 stale.append(key)
+        ordered = sorted(stale, key=_size, reverse=True)
+        previous = [self.entries.get(key) for key in ordered]
         if len(stale) >= MIN_FILES_FOR_POOL and jobs > 1:
             from concurrent.futures import ProcessPoolExecutor
 
-            ordered = sorted(stale, key=_size, reverse=True)
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                entries = list(pool.map(_summarised, ordered, chunksize=max(1, min(16, len(ordered) // (jobs * 8)))))
+                chunk = max(1, min(16, len(ordered) // (jobs * 8)))
+                entries = list(pool.map(_summarised, ordered, previous, chunksize=chunk))
         else:
-            ordered, entries = stale, [_summarised(path) for path in stale]
+            entries = [_summarised(path, entry) for path, entry in zip(ordered, previous)]
         for key, entry in zip(ordered, entries):
             if entry is not None:
                 self.entries[key] = entry
@@ -509,9 +536,10 @@ def _size(path: str) -> int:
         return 0
 
 
-def _summarised(path: str) -> list | None:
+def _summarised(path: str, previous: list | None = None) -> list | None:
     """A store entry for the file at `path`: [size, mtime, content hash, module, is package,
-    summary]; None if it cannot be read."""
+    summary]; None if it cannot be read. The summary of `previous` (its entry from the store)
+    is kept when the content and module name are unchanged (a file only touched)."""
     from jaxguard.lint.files import read_bytes
 
     try:
@@ -520,9 +548,11 @@ def _summarised(path: str) -> list | None:
     except (OSError, ValueError):
         return None
     module, is_package = module_name(Path(path))
+    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    if previous is not None and previous[2] == digest and previous[3] == module:
+        return [info.st_size, info.st_mtime_ns, digest, module, is_package, previous[5]]
     source = source_of(path, data)
     summary = summarise(source, module, is_package) if source is not None else empty_summary()
-    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
     return [info.st_size, info.st_mtime_ns, digest, module, is_package, summary]
 
 
