@@ -15,7 +15,6 @@ arm of `a if c else b` runs.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -30,7 +29,13 @@ from jaxguard.lint.facts import (
     positional,
     target_name_nodes,
 )
-from jaxguard.lint.jaxapi import KEY_MAKERS, KEY_PARAM, NOT_CONSUMING
+from jaxguard.lint.jaxapi import (
+    KEY_LOOKING,
+    KEY_MAKERS,
+    KEY_NEUTRAL_PREFIXES,
+    KEY_PARAM,
+    NOT_CONSUMING,
+)
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.summary import DRAWS, IGNORES
 from jaxguard.lint.walk import Visitor, walk
@@ -38,8 +43,6 @@ from jaxguard.lint.walk import Visitor, walk
 KEY_SOURCES = KEY_MAKERS | {
     "jax.random.split", "jax.random.fold_in", "jax.random.clone", "jax.random.wrap_key_data",
 }
-NEUTRAL_PREFIXES = ("builtins.", "jax.debug.", "jax.numpy.", "jax.tree_util.", "jax.tree.", "numpy.", "jax.device_put", "jax.device_get", "jax.block_until_ready")
-PREDICATE = re.compile(r"^_?(is|has|check|assert|validate|print|log)(_|[A-Z]|$)")
 
 
 @dataclass
@@ -290,7 +293,7 @@ class KeyFlow:
                     use = Use(key, call, name, False, self.statement)
                     self.findings.append(Finding("JG603", use, None, _same_every_element(key)))
             return
-        if name is not None and name.startswith(NEUTRAL_PREFIXES):
+        if name is not None and name.startswith(KEY_NEUTRAL_PREFIXES):
             return
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("shape", "dtype", "astype"):
             return
@@ -301,7 +304,7 @@ class KeyFlow:
         if not found:
             return
         consumer = self._describe(call)
-        if PREDICATE.match(consumer.rsplit(".", 1)[-1]):
+        if KEY_LOOKING.match(consumer.rsplit(".", 1)[-1]):
             return  # `is_prng_key(key)`, `check_key(key)`: looking is not drawing
         callee = self.facts.function_for(call.func, self.scope)
         if callee is None and _stores(call, name) and not (self.facts.project and self.facts.project.callee(name)):
@@ -331,18 +334,11 @@ class KeyFlow:
         if project is None or not isinstance(value, cst.Call):
             return []
         entry = project.callee(self.facts.qualname(value.func, self.scope))
-        if entry is None or len(entry) < 6 or not entry[5]:
+        if entry is None or not entry.handed_back:
             return []
         consumer = f"{self._describe(value)} (which draws from it and returns it)"
-        given = {self._param_of(entry, value, arg) for arg in value.args if self._passed_keys(arg.value)}
-        return [(position, consumer) for position, param in entry[5] if param in given]
-
-    def _param_of(self, entry, call: cst.Call, arg: cst.Arg) -> str | None:
-        params, bound_first = entry[1], entry[2]
-        if arg.keyword is not None:
-            return arg.keyword.value
-        index = [a for a in call.args if a.keyword is None].index(arg) + (1 if bound_first else 0)
-        return params[index] if index < len(params) else None
+        given = {entry.param_for(value.args, arg) for arg in value.args if self._passed_keys(arg.value)}
+        return [(position, consumer) for position, param in entry.handed_back if param in given]
 
     def _passed_keys(self, value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
         """Known keys an argument passes: itself, or items of a literal tuple, list or dict
@@ -616,18 +612,9 @@ def project_key_verdict(facts: ModuleFacts, qualified: str | None, call: cst.Cal
     IGNORES, UNKNOWN; see jaxguard.lint.project), None if the callee is not a project function."""
     project = facts.project
     entry = project.callee(qualified) if project is not None else None
-    if entry is None or any(other.star for other in call.args):
-        return None
     # a method is reached by its class: `Cls.m(obj, key)` passes `self`, a classmethod binds `cls`
-    params, bound_first = entry[1], entry[2]
-    if arg.keyword is not None:
-        param = arg.keyword.value
-    else:
-        index = [a for a in call.args if a.keyword is None].index(arg) + (1 if bound_first else 0)
-        if index >= len(params):
-            return None
-        param = params[index]
-    return project.key_verdict(qualified, param)
+    param = entry.param_for(call.args, arg) if entry is not None else None
+    return project.key_verdict(qualified, param) if param is not None else None
 
 
 def consumes_param(facts: ModuleFacts, info, param: str) -> bool:

@@ -106,3 +106,11 @@ NOT_CONSUMING = frozenset(
 )
 # A parameter named like this may be a key (whether it is one is read from its uses).
 KEY_PARAM = re.compile(r"^(key|rng|prng|prng_key|rng_key|seed_key|\w+_key|\w+_rng)$")
+# Calls that look at a key, or pass it through, without drawing from it: by qualified name
+# (array and tree utilities, printing, logging, device transfers) and by what their name
+# says (`is_prng_key(key)`, `check_key(key)`, `log(key)`).
+KEY_NEUTRAL_PREFIXES = (
+    "builtins.", "jax.debug.", "jax.numpy.", "jax.tree_util.", "jax.tree.", "numpy.", "logging.",
+    "jax.device_put", "jax.device_get", "jax.block_until_ready",
+)
+KEY_LOOKING = re.compile(r"^_?(is|has|check|assert|validate|print|log)(_|[A-Z]|$)")

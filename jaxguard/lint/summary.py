@@ -22,12 +22,14 @@ from jaxguard.lint.jaxapi import (
     FUNCTION_APPLYING_BUILTINS,
     FUNCTION_APPLYING_PREFIXES,
     GRAD_TRANSFORMS,
+    KEY_LOOKING,
+    KEY_NEUTRAL_PREFIXES,
     LAX_BODIES,
     NOT_CONSUMING,
     TRACING_TRANSFORMS,
 )
 
-VERSION = 3  # of the summary format (part of its cache key)
+VERSION = 4  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code).
@@ -42,7 +44,6 @@ _STATIC_CALLS = frozenset(
 )
 _STATIC_ATTRS = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "weak_type"})
 _STATIC_ANNOTATIONS = frozenset({"int", "bool", "str", "Shape", "DType", "dtype"})
-_NEUTRAL_PREFIXES = ("builtins.", "jax.debug.", "jax.numpy.", "jax.tree_util.", "jax.tree.", "numpy.", "logging.")
 _X64_VALUES = (True, 1, "1", "true", "True")
 
 
@@ -156,7 +157,7 @@ class _Summariser:
         # a helper that enables x64, called or registered (a config callback) at import
         if any(name.id in x64_helpers for name in at_import.names):
             summary["x64"] = True
-        for node in _module_level(tree.body):
+        for node in at_import_code:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self._alias(node.targets[0].id, node.value)
         fields: set[str] = set()  # every annotated class field: a static field's name may be reused
@@ -421,7 +422,7 @@ class _KeyUses:
                 self.draws = self.draws or target not in NOT_CONSUMING
             return
         tail = target.rsplit(".", 1)[-1] if target else (call.func.attr if isinstance(call.func, ast.Attribute) else "")
-        if (target or "").startswith(_NEUTRAL_PREFIXES) or tail.startswith(("is_", "_is_", "check", "_check", "assert", "print", "log")):
+        if (target or "").startswith(KEY_NEUTRAL_PREFIXES) or KEY_LOOKING.match(tail):
             return
         if target is None or any(isinstance(a, ast.Starred) for a in call.args):
             self.unknown = True
@@ -597,20 +598,6 @@ def _blocks(node):
         yield handler.body
     yield getattr(node, "orelse", [])
     yield getattr(node, "finalbody", [])
-
-
-def _module_level(body):
-    """The statements that run when the module is imported (not function or class bodies)."""
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(node, (ast.If, ast.Try)) or type(node).__name__ == "TryStar":
-            if isinstance(node, ast.If) and _is_main_guard(node):
-                continue
-            for block in _blocks(node):
-                yield from _module_level(block)
-        else:
-            yield node
 
 
 def _is_main_guard(node: ast.If) -> bool:
