@@ -91,7 +91,9 @@ class GuardedPjitFunction:
         self._key_positions: dict[tuple, set[int]] = {}
         self._plain = original_jit(self._consuming_keys(fun), **jit_kwargs)
         self._twins: dict = {}  # (error classes, locating?) -> jitted twin
-        self._said_unchecked = False  # the warning that a transformation runs it unchecked
+        # jax could not differentiate the checked twin: under eager transformations it runs
+        # unchecked (said once), and the twin is not traced again
+        self._unchecked_under_transforms = False
         self._traces = recompile.Traces()
         self._donates = any(jit_kwargs.get(name) not in (None, (), [])
                             for name in ("donate_argnums", "donate_argnames"))
@@ -223,7 +225,7 @@ class GuardedPjitFunction:
         return out
 
     def _checked_call(self, args, kwargs):
-        if self._said_unchecked and _has_tracers(args, kwargs):
+        if self._unchecked_under_transforms and _has_tracers(args, kwargs):
             return self._plain(*args, **kwargs)  # known to fail: do not trace it again
         try:
             alarm, err, out = self._twin(errors, False)(*args, **kwargs)
@@ -236,8 +238,8 @@ class GuardedPjitFunction:
             # where the plain function does not (jax 0.10's checkify with a custom_vjp that
             # scatters or slices). Run it as jax would; a bug of the user's raises again.
             out = self._plain(*args, **kwargs)
-            if not self._said_unchecked:
-                self._said_unchecked = True
+            if not self._unchecked_under_transforms:
+                self._unchecked_under_transforms = True
                 warn_at_user(f"jaxguard could not differentiate the checked version of {self._name()}() "
                              f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]}); under this "
                              f"transformation it runs unchecked.", RuntimeWarning)
