@@ -54,14 +54,18 @@ class Config:
     def settings_for(self, path: str) -> LintSettings:
         """The effective settings for one file (per-file ignores applied)."""
         matched: tuple[str, ...] = ()
-        relative = self._relative(path)
         if self.per_file_ignores:
+            relative = self._relative(path)
             matched = tuple(
                 pattern
                 for pattern in self.per_file_ignores
                 if glob_spec([pattern]).match_file(relative)
             )
-        return self._settings(matched, is_test_file(relative, tuple(self.test_files)))
+        return self._settings(matched, self.is_test(path))
+
+    def is_test(self, path: str) -> bool:
+        """A test file by the `test-files` patterns, relative to the config's folder."""
+        return is_test_file(self._relative(path), tuple(self.test_files))
 
     def _settings(self, matched: tuple[str, ...], test: bool = False) -> LintSettings:
         """The settings with the per-file ignores of `matched` patterns (each selection resolved once)."""

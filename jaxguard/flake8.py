@@ -41,17 +41,10 @@ def _in_tests(settings: LintSettings, filename: str, selected: tuple[str, ...]) 
     """In a test file, the rules that are off in tests stay on only if selected by code."""
     import dataclasses
 
-    from jaxguard.lint.discover import is_test_file
+    from jaxguard.config import Config
     from jaxguard.lint.registry import quiet_in_tests
 
-    config = _config()
-    root = config.root if config is not None else Path.cwd()
-    try:
-        relative = Path(filename).resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError, RuntimeError):
-        relative = Path(filename).as_posix()
-    patterns = tuple(config.test_files) if config is not None else None
-    if not (is_test_file(relative, patterns) if patterns is not None else is_test_file(relative)):
+    if not (_config() or Config()).is_test(filename):
         return settings
     return dataclasses.replace(settings, enabled=quiet_in_tests(settings.enabled, list(selected), []))
 
