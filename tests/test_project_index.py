@@ -169,6 +169,12 @@ def test_a_helper_returning_an_array_stays_traced(tmp_path):
     assert ("pkg/step.py", "JG108") in found(root, "pkg", "--select", "ALL")
 
 
+def test_a_helper_whose_result_comes_from_unknown_code_is_unknown(tmp_path):
+    # `model.count_links()` is not an array operation: the helper's result is not proven traced
+    root = static_package(tmp_path, "return model.count_links() + 1")
+    assert ("pkg/step.py", "JG108") not in found(root, "pkg", "--select", "ALL")
+
+
 def test_a_data_field_is_not_taken_for_static(tmp_path):
     root = static_package(tmp_path, "return len(model.links)")
     step = root / "pkg/step.py"
@@ -296,8 +302,8 @@ def test_the_project_view_is_part_of_the_result_cache_key():
     from jaxguard.lint.settings import LintSettings
 
     alone = LintSettings(frozenset({"JG601"}))
-    drawn = LintSettings(frozenset({"JG601"}), project=ProjectView(module="m", callees=(Callee("a.f", ("key",), False, (("key", "draws"),), False, ()),)))
-    ignored = LintSettings(frozenset({"JG601"}), project=ProjectView(module="m", callees=(Callee("a.f", ("key",), False, (("key", "ignores"),), False, ()),)))
+    drawn = LintSettings(frozenset({"JG601"}), project=ProjectView(module="m", callees=(Callee("a.f", ("key",), False, (("key", "draws"),), False, False, ()),)))
+    ignored = LintSettings(frozenset({"JG601"}), project=ProjectView(module="m", callees=(Callee("a.f", ("key",), False, (("key", "ignores"),), False, False, ()),)))
     keys = {cache_key("m.py", b"x", settings) for settings in (alone, drawn, ignored)}
     assert len(keys) == 3
 

@@ -13,11 +13,11 @@ from helpers import codes
 PRELUDE = "import numpy as np\nfrom jax import grad, jit\nfrom jax import lax\nfrom jax import random\nimport jax\nimport jax.numpy as jnp\n"
 
 CAUGHT = {
-    "pure functions: print side effect": (
+    "pure functions: print side effect, with the traced value": (
         "JG101",
         """
 def impure_print_side_effect(x):
-    print("Executing function")  # This is a side-effect
+    print("Executing function with", x)  # shows a tracer, once per compilation
     return x
 print ("First call: ", jit(impure_print_side_effect)(4.))
 """,
@@ -114,6 +114,14 @@ f(2)
 }
 
 SILENT = {
+    # The guide prints a message alone to show when its function is traced: that is the
+    # idiom for watching compilations (JG101's document), not a value lost at run time.
+    "pure functions: print side effect": """
+def impure_print_side_effect(x):
+    print("Executing function")  # This is a side-effect
+    return x
+print ("First call: ", jit(impure_print_side_effect)(4.))
+""",
     "pure functions: internal state": """
 def pure_uses_internal_state(x):
     state = dict(even=0, odd=0)

@@ -31,7 +31,9 @@ class PrintInTraced(Rule):
         Flags `print(...)` inside a function that JAX traces (jit, vmap, pmap, lax bodies, and
         their helpers), unless everything it prints is static information (`x.shape`,
         `x.dtype`, `jax.typeof(x)`, static arguments, strings and f-strings of those): printing
-        those at trace time is a legitimate way to see what is being compiled.
+        those at trace time is a legitimate way to see what is being compiled. A message alone
+        (`print("tracing step")`) is not flagged: it prints once per compilation, which is how
+        JAX users watch retracing, and nothing in the code says the author expected otherwise.
     """
     why = """
         The Python body of a jitted function runs once, while JAX traces it with abstract values.
@@ -80,7 +82,8 @@ class PrintInTraced(Rule):
         "import jax\ndef f(x):\n    print(x)\n    return x\nprint(jax.grad(f)(1.0))\n",
         "def jit(f):\n    return f\n@jit\ndef f(x):\n    print(x)\n    return x\n",
         "import jax\n@jax.jit\ndef f(x):\n    def print(*a):\n        pass\n    print(x)\n    return x\n",
-        # static information printed at trace time, on purpose
+        # a message alone, and static information printed at trace time, on purpose
+        "import jax\n@jax.jit\ndef f(x):\n    print('tracing f')\n    return x\n",
         "import jax\n@jax.jit\ndef f(x):\n    print('tracing f for', x.shape, x.dtype)\n    print(jax.typeof(x))\n    return x\n",
         "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnames=('n',))\ndef f(x, n):\n"
         "    print(f'compiling for n={n}, shape {x.shape}')\n    return x * n\n",
@@ -95,6 +98,9 @@ class PrintInTraced(Rule):
             return
         if self.ctx.facts.runs_abstractly(self.ctx.scope):
             return  # eval_shape / make_jaxpr trace anew on every call: nothing is cached
+        shown = [part for arg in node.args for part in _printed(arg.value)]
+        if all(isinstance(part, _LITERALS) for part in shown):
+            return  # a message alone: printed once per compilation, the idiom for watching retraces
         if static_information(self.ctx, [arg.value for arg in node.args]):
             return  # shapes, dtypes, static arguments: what is being compiled, on purpose
         self.report(node, fix=self._fix(node))
@@ -151,16 +157,19 @@ class PrintInTraced(Rule):
 _STATIC_ANNOTATIONS = frozenset({"builtins.int", "builtins.bool", "builtins.str", "builtins.tuple", "typing.Tuple"})
 
 
+_LITERALS = (cst.SimpleString, cst.Integer, cst.Float)
+
+
 def static_information(ctx, expressions: list[cst.BaseExpression]) -> bool:
     """The expressions show static values (`x.shape`, `x.dtype`, `jax.typeof(x)`, a tree
     structure, static arguments, f-strings of those) and no traced one. Literals alone do not
-    count: `print("step")` or `count += 1` is a side effect expected on every call (the Sharp
-    Bits' example), not a look at what is being traced."""
+    count: `count += 1` on a global is a side effect expected on every call, not a look at
+    what is being traced (JG101 judges a printed message alone itself)."""
     flow = ctx.facts.derived.get("static-information-flow")
     if flow is None:
         flow = ctx.facts.derived["static-information-flow"] = _helpers_traced_flow(ctx)
     shown = [part for expression in expressions for part in _printed(expression)]
-    values = [part for part in shown if not isinstance(part, (cst.SimpleString, cst.Integer, cst.Float))]
+    values = [part for part in shown if not isinstance(part, _LITERALS)]
     return bool(values) and not any(
         flow.origins(part, ctx) or _may_hold_array(ctx, part) for part in values  # type: ignore[attr-defined]
     )
@@ -214,7 +223,7 @@ def _helpers_traced_flow(ctx) -> TracedFlow:
         for info in facts.functions.values()
         if info.traced and (not info.params_traced or info.node in uncertain)
     }
-    return TracedFlow(facts, possibly_traced)
+    return TracedFlow(facts, possibly_traced, proven=False)  # silence needs proof of static
 
 
 def _plain_params(facts: ModuleFacts, info: FunctionInfo) -> set[str]:

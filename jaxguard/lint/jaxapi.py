@@ -114,3 +114,19 @@ KEY_NEUTRAL_PREFIXES = (
     "jax.device_put", "jax.device_get", "jax.block_until_ready",
 )
 KEY_LOOKING = re.compile(r"^_?(is|has|check|assert|validate|print|log)(_|[A-Z]|$)")
+
+# Methods of jax.Array (and of the pytree containers a traced argument is made of): on a
+# traced receiver their result is traced. Other methods are unknown (`model.dofs()`).
+ARRAY_METHODS = frozenset(
+    {
+        "all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "choose", "clip",
+        "compress", "conj", "conjugate", "copy", "cumprod", "cumsum", "diagonal", "dot",
+        "flatten", "max", "mean", "min", "nonzero", "prod", "ptp", "ravel", "repeat", "reshape",
+        "round", "searchsorted", "sort", "squeeze", "std", "sum", "swapaxes", "take", "trace",
+        "transpose", "var", "view", "block_until_ready", "__getitem__", "__array__",
+        # x.at[i].set(v) and friends
+        "set", "add", "subtract", "multiply", "divide", "power", "apply", "get",
+        # leaves of a traced dict / list pytree
+        "values", "items", "pop",
+    }
+)

@@ -54,6 +54,7 @@ class Callee(NamedTuple):
     bound_first: bool  # the first parameter is bound: a classmethod's `cls`, a constructor's `self`
     keys: tuple  # ((parameter, DRAWS | IGNORES | UNKNOWN), ...)
     static: bool  # it returns a static Python value
+    array: bool  # it returns an array computed from its arguments by array operations
     # ((position, parameter), ...): keys it draws from and hands back in its result
     # (position -1: the whole result)
     handed_back: tuple
@@ -114,6 +115,10 @@ class ProjectView:
     def returns_static(self, qualified: str | None) -> bool:
         entry = self.callee(qualified)
         return entry is not None and entry.static
+
+    def returns_array(self, qualified: str | None) -> bool:
+        entry = self.callee(qualified)
+        return entry is not None and entry.array
 
 
 def is_test_file(path: str, root: Path | None = None) -> bool:
@@ -417,7 +422,10 @@ class ProjectIndex:
                     (position, param) for position, param in callee.get("returns", ())
                     if self.key_verdict(target, param) == DRAWS
                 }))
-                callees.append(Callee(name, tuple(callee["params"]), bound, verdicts, self.returns_static(target), handed_back))
+                callees.append(Callee(
+                    name, tuple(callee["params"]), bound, verdicts, self.returns_static(target),
+                    bool(callee.get("array")), handed_back,
+                ))
         source = self.x64_source(module)
         return ProjectView(
             module=module,

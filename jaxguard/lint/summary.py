@@ -18,6 +18,7 @@ import ast
 import warnings
 
 from jaxguard.lint.jaxapi import (
+    ARRAY_METHODS,
     CUSTOM_DERIVATIVES,
     FUNCTION_APPLYING_BUILTINS,
     FUNCTION_APPLYING_PREFIXES,
@@ -29,7 +30,7 @@ from jaxguard.lint.jaxapi import (
     TRACING_TRANSFORMS,
 )
 
-VERSION = 4  # of the summary format (part of its cache key)
+VERSION = 5  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code).
@@ -350,6 +351,7 @@ class _Summariser:
             "method_calls": sorted(method_calls),
             "keys": {},
             "static": _StaticResult(self, node, flat, local, cls, self_name).result(),
+            "array": _ArrayResult(self, node, flat, local, cls, self_name).result(),
             "returns": _returned_params(flat, params),
         }
         loads: dict[str, list[ast.Name]] = {}
@@ -430,6 +432,70 @@ class _KeyUses:
         self.passes.append([target, position if keyword is None else keyword])
 
 
+def _assigned_values(flat: _Flat) -> dict[str, list[ast.AST]]:
+    """Each local name's assigned values (an augmented assignment counts as its own node)."""
+    assigned: dict[str, list[ast.AST]] = {}
+    for node in flat.assignments:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+            assigned.setdefault(node.target.id, []).append(node.value if node.value is not None else node)
+    return assigned
+
+
+class _ArrayResult:
+    """Does the function compute its result from its arguments by array operations only (JAX
+    and NumPy functions, array methods, arithmetic, indexing)? Then a caller's traced
+    arguments give a traced result (`jnp.sum(model.masses > 0)`); a result made by anything
+    else (`model.dofs()`, an unknown library) is unknown to the caller."""
+
+    def __init__(self, summariser: _Summariser, function, flat: _Flat, local, cls, self_name) -> None:
+        self.s, self.local, self.cls, self.self_name = summariser, local, cls, self_name
+        self.flat = flat
+        self.params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+        self.assigned = _assigned_values(flat)
+
+    def result(self) -> bool:
+        returns = self.flat.own_returns
+        if not returns or self.flat.generator:
+            return False
+        return all(node.value is not None and self._array(node.value, 0) for node in returns)
+
+    def _array(self, node, depth: int) -> bool:
+        if depth > 6:
+            return False
+        if isinstance(node, ast.Constant):
+            return True
+        if isinstance(node, ast.Name):
+            if node.id in self.params:
+                return True
+            values = self.assigned.get(node.id)
+            return bool(values) and all(self._array(v, depth + 1) for v in values)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return all(self._array(e, depth + 1) for e in node.elts)
+        if isinstance(node, ast.BinOp):
+            return self._array(node.left, depth + 1) and self._array(node.right, depth + 1)
+        if isinstance(node, ast.UnaryOp):
+            return self._array(node.operand, depth + 1)
+        if isinstance(node, ast.Compare):
+            return self._array(node.left, depth + 1) and all(self._array(c, depth + 1) for c in node.comparators)
+        if isinstance(node, ast.IfExp):
+            return self._array(node.body, depth + 1) and self._array(node.orelse, depth + 1)
+        if isinstance(node, ast.Subscript):
+            return self._array(node.value, depth + 1)
+        if isinstance(node, ast.Attribute):
+            return node.attr not in _STATIC_ATTRS and self._array(node.value, depth + 1)
+        if isinstance(node, ast.Call):
+            name = self.s.qualify(node.func, self.local, self.cls, self.self_name)
+            if name is not None and name.startswith(("jax.", "numpy.")):
+                return name not in _STATIC_CALLS
+            func = node.func
+            return isinstance(func, ast.Attribute) and func.attr in ARRAY_METHODS and self._array(func.value, depth + 1)
+        return False
+
+
 class _StaticResult:
     """Is the function's result a static Python value? True when its return annotation says
     so (`-> int`, `-> bool`, `-> tuple[int, ...]`), or when every `return` gives a count,
@@ -440,14 +506,7 @@ class _StaticResult:
         self.s, self.function, self.local, self.cls, self.self_name = summariser, function, local, cls, self_name
         self.flat = flat
         self.needs: set[str] = set()
-        self.assigned: dict[str, list[ast.AST]] = {}
-        for node in flat.assignments:
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        self.assigned.setdefault(target.id, []).append(node.value)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
-                self.assigned.setdefault(node.target.id, []).append(node.value if node.value is not None else node)
+        self.assigned = _assigned_values(flat)
 
     def result(self):
         if _static_annotation(self.function.returns):

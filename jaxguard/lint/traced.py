@@ -43,6 +43,7 @@ from jaxguard.lint.facts import (
     keyword,
     positional,
 )
+from jaxguard.lint.jaxapi import ARRAY_METHODS
 from jaxguard.lint.walk import Visitor, walk
 
 if TYPE_CHECKING:
@@ -89,6 +90,13 @@ CONCRETE_METHODS = frozenset(
         "startswith", "endswith", "lower", "upper", "strip", "lstrip", "rstrip", "split",
         "rsplit", "join", "format", "isdigit", "isalpha", "isidentifier", "casefold", "partition",
     }
+)
+_ARITHMETIC_BUILTINS = frozenset(
+    {"builtins.abs", "builtins.max", "builtins.min", "builtins.sum", "builtins.round",
+     "builtins.pow", "builtins.divmod", "builtins.tuple", "builtins.list", "builtins.zip",
+     "builtins.reversed", "builtins.sorted", "builtins.enumerate", "builtins.any", "builtins.all",
+     "builtins.map", "builtins.filter", "operator.add",
+     "operator.mul", "operator.sub", "operator.truediv", "operator.getitem"}
 )
 _PREDICATE_PREFIXES = ("is_", "_is_", "has_", "_has_", "check_", "_check_")
 # Attribute names that hold shapes, dtypes and sizes of dimensions (`v.data_shape`,
@@ -154,8 +162,14 @@ class TracedFlow:
         facts: ModuleFacts,
         differentiated: dict[cst.CSTNode, set[str]] | None = None,
         summaries: bool = False,
+        proven: bool = True,
     ) -> None:
         self.facts = facts
+        # `proven`: a call's result is traced only when the call is an array operation (see
+        # `_array_operation`); the result of a call the linter cannot see is unknown, and
+        # unknown is not traced. Without it, every call passes its arguments' origins on
+        # (for questions whose silence needs proof of the opposite: "is this static?").
+        self.proven = proven
         # field names the project keeps static in every class that declares them
         self._project_static = frozenset(facts.project.static_attributes) if facts.project is not None else frozenset()
         # with `differentiated` (function -> its differentiated parameters), the JVP tracers of
@@ -170,6 +184,9 @@ class TracedFlow:
         self.done: set[cst.CSTNode] = set()
         self.active: set[cst.CSTNode] = set()
         self.returns: dict[cst.CSTNode, frozenset[str]] = {}
+        # per element, when every `return` gives a tuple of one length (`return var, n`);
+        # None when some return gives anything else
+        self.tuple_returns: dict[cst.CSTNode, list[frozenset[str]] | None] = {}
         self.generators: set[cst.CSTNode] = set()
         self.bound: dict[cst.CSTNode, set[str]] = {}
         self.uncertain: set[cst.CSTNode] = set()
@@ -370,6 +387,26 @@ class TracedFlow:
             return None
         return found
 
+    def tuple_returns_of(self, info: FunctionInfo) -> list[frozenset[str]] | None:
+        """(A summarising flow.) Per element of the tuple every `return` of `info` gives, the
+        parameters it derives from; None when the returns are not all such tuples."""
+        if self.returns_of(info) is None:
+            return None
+        return self.tuple_returns.get(info.node)
+
+    def _record_tuple_return(self, value: cst.BaseExpression, env, info: FunctionInfo) -> None:
+        parts = None
+        if isinstance(value, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+            parts = [self._eval(e.value, None, info, env) for e in value.elements]
+        if info.node not in self.tuple_returns:
+            self.tuple_returns[info.node] = parts
+            return
+        known = self.tuple_returns[info.node]
+        if known is None or parts is None or len(known) != len(parts):
+            self.tuple_returns[info.node] = None
+        else:
+            self.tuple_returns[info.node] = [a | b for a, b in zip(known, parts)]
+
     # statements -----------------------------------------------------------------------
     def _block(self, body, env, info) -> None:
         if isinstance(body, cst.IndentedBlock):
@@ -493,6 +530,7 @@ class TracedFlow:
                 value = ev(node.value)
                 if self._current is info:
                     self.returns[info.node] = self.returns.get(info.node, NONE) | value
+                    self._record_tuple_return(node.value, env, info)
         elif isinstance(node, cst.Assert):
             ev(node.test)
             if node.msg is not None:
@@ -551,6 +589,12 @@ class TracedFlow:
             for element, item in zip(target.elements, value_node.elements):
                 self._bind(element.value, self._eval(item.value, None, info, env), env)
             return
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value_node, cst.Call):
+            parts = self._call_parts(value_node, env, info)
+            if parts is not None and len(parts) == len(target.elements):
+                for element, part in zip(target.elements, parts):
+                    self._bind(element.value, part, env)
+                return
         if isinstance(target, (cst.Attribute, cst.Subscript)):
             self._target_loads(target, env, info)
             return
@@ -803,12 +847,38 @@ class TracedFlow:
             mapped = call_tail(node.args[0].value) or ""
             if mapped.startswith(_PREDICATE_PREFIXES):
                 return NONE
-        summarised = self._through_summary(node, receiver, each, info)
-        return receiver | args if summarised is None else summarised
+        binding = self._summary_binding(node, receiver, each, info)
+        if binding is not None:
+            returns, passed = binding
+            return NONE.union(*(passed.get(param, NONE) for param in returns))
+        if not self.proven or self._array_operation(node, name, tail, info):
+            return receiver | args
+        return NONE  # `model.dofs()`, `tree_size(p)`, `fn(x)`: the linter cannot see the result
 
-    def _through_summary(self, node: cst.Call, receiver, each, info: FunctionInfo) -> frozenset[str] | None:
-        """A call of a module-local function: its result derives from the arguments its return
-        value depends on (`_channels_last(image, axis)` reads only `image.ndim`: concrete)."""
+    def _array_operation(self, node: cst.Call, name: str | None, tail: str, info: FunctionInfo) -> bool:
+        """A call whose result is an array (or a pytree of them) when its inputs are: JAX and
+        NumPy functions, array methods, Python's arithmetic builtins, a transformed function
+        (`jax.vmap(f)(x)`) and a class of this module (a container of its arguments)."""
+        func = node.func
+        if name is not None and (name.startswith(("jax.", "numpy.")) or name in _ARITHMETIC_BUILTINS):
+            return True
+        project = self.facts.project
+        if project is not None and project.returns_array(name):
+            return True  # the index: a project function computing its result with array operations
+        if isinstance(func, cst.Attribute) and tail in ARRAY_METHODS:
+            return True
+        if isinstance(func, cst.Call) and self._is_transform(func.func, info.scope):
+            return True
+        if isinstance(func, cst.Name):
+            owner = info.scope.lookup(func.value)
+            return owner is not None and func.value in owner.classes
+        return False
+
+    def _summary_binding(self, node: cst.Call, receiver, each, info: FunctionInfo, tuples: bool = False):
+        """A call of a module-local function: (the parameters its result derives from, the
+        origins each parameter receives) (`_channels_last(image, axis)` reads only
+        `image.ndim`: concrete). With `tuples`, the first item is per element of the tuple
+        the function returns. None when the callee or its binding cannot be read."""
         func = node.func
         if not isinstance(func, (cst.Name, cst.Attribute)) or any(arg.star for arg in node.args):
             return None
@@ -816,14 +886,27 @@ class TracedFlow:
         if callee is None or not isinstance(callee.node, cst.FunctionDef) or not self._keeps_signature(callee):
             return None
         if self._summary_flow is None:
-            self._summary_flow = TracedFlow(self.facts, summaries=True)
-        returns = self._summary_flow.returns_of(callee)
+            self._summary_flow = TracedFlow(self.facts, summaries=True, proven=self.proven)
+        returns = self._summary_flow.tuple_returns_of(callee) if tuples else self._summary_flow.returns_of(callee)
         if returns is None:
             return None
         passed = _bind_arguments(callee, self.facts.passed_params(callee, func), receiver, node, each)
         if passed is None:
             return None
-        return NONE.union(*(passed.get(param, NONE) for param in returns))
+        return returns, passed
+
+    def _call_parts(self, node: cst.Call, env, info: FunctionInfo) -> list[frozenset[str]] | None:
+        """`batch_var, n = _batch_variance(data)`: the origins of each element of the tuple a
+        module-local function returns (`n` is `b_means.size`: static)."""
+        def ev(child):
+            return self._eval(child, None, info, env)
+
+        receiver = ev(node.func.value) if isinstance(node.func, cst.Attribute) else NONE
+        binding = self._summary_binding(node, receiver, [ev(arg.value) for arg in node.args], info, tuples=True)
+        if binding is None:
+            return None
+        parts, passed = binding
+        return [NONE.union(*(passed.get(param, NONE) for param in part)) for part in parts]
 
     def _keeps_signature(self, callee: FunctionInfo) -> bool:
         """Undecorated, or decorated by JAX (jit, custom_vjp...) or static/class methods, which
