@@ -123,7 +123,7 @@ class PythonControlFlowOnTracer(_TracedRule):
         pass).
 
         Opt-in (select `JG106`): measured on real code, among the findings reviewers judged, 0
-        real, 0 deliberate, 2 false on the 40-package tuning corpus (33 before values had to be
+        real, 0 deliberate, 2 false on the 40-package tuning corpus (4 before values had to be
         proven traced), and 0 real, 1 deliberate, 30 false on packages and research code it was
         not tuned on (before that change): JAX raises ConcretizationTypeError at the first
         trace, so working code has none of these bugs left. A value counts as traced only when
