@@ -16,11 +16,12 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import types
 from collections import deque
 
 from jax._src import core
 
-from jaxguard.runtime.errors import RecompileWarning, format_where, warn_at_user
+from jaxguard.runtime.errors import RecompileWarning, format_where, warn_at_own_code
 
 _lock = threading.Lock()
 _HISTORY = 16  # traces remembered per function, to name the values a static arg took
@@ -37,6 +38,9 @@ class Traces:
         self.count = 0
         self.history: deque = deque(maxlen=_HISTORY)
         self.warned = False
+        # functions carried by static arguments -> traces: each is another program (equinox's
+        # filter_jit shares one jitted wrapper between user functions of one name)
+        self.programs: dict[tuple, int] = {}
 
 
 def reset() -> None:
@@ -69,17 +73,23 @@ def _group(fun) -> tuple:
 
 def _captured(fun) -> tuple:
     """What `fun` carries besides its code: partial arguments and closure values, arrays
-    by shape and dtype. A closure over other settings is another program; one over
-    another batch of the same shape is the same program compiled again."""
+    by shape and dtype, through every wrapper (`jax.custom_vjp`, `functools.wraps`). A
+    closure over other settings or another function is another program; one over another
+    batch of the same shape is the same program compiled again."""
     values = []
-    while isinstance(fun, functools.partial):
-        values += [*fun.args, *fun.keywords.values()]
-        fun = fun.func
-    for cell in getattr(getattr(fun, "__func__", fun), "__closure__", None) or ():
-        try:
-            values.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            pass
+    for _ in range(8):
+        if isinstance(fun, functools.partial):
+            values += [*fun.args, *fun.keywords.values()]
+            fun = fun.func
+            continue
+        for cell in getattr(getattr(fun, "__func__", fun), "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        if not hasattr(fun, "__wrapped__"):
+            break
+        fun = fun.__wrapped__
     return tuple(_describe(v) if hasattr(v, "shape") and hasattr(v, "dtype")
                  else repr(v) if isinstance(v, (int, float, complex, str, bytes, type(None)))
                  else f"{type(v).__qualname__} object {id(v)}" for v in values)
@@ -92,6 +102,19 @@ def _describe(value) -> str:
         return f"array {value.dtype}{list(value.shape)}"
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _carried_functions(values, depth: int = 0) -> list:
+    """User functions inside static argument values (tuples, lists, dicts of them)."""
+    found = []
+    for value in values:
+        if isinstance(value, (types.FunctionType, types.MethodType, functools.partial)):
+            found.append(value)
+        elif depth < 4 and isinstance(value, (tuple, list)):
+            found += _carried_functions(value, depth + 1)
+        elif depth < 4 and isinstance(value, dict):
+            found += _carried_functions(value.values(), depth + 1)
+    return found
 
 
 def _is_static(value) -> bool:
@@ -111,7 +134,10 @@ def _signature(fun, args, kwargs) -> dict:
     for name, value in named.items():
         leaves, tree = jax.tree_util.tree_flatten(value)
         if all(_is_static(leaf) for leaf in leaves) and not hasattr(value, "shape"):
-            sig[name] = ("static", _describe(value), None)
+            functions = _carried_functions([value])
+            # a function by its name (its repr shows an address, new for each re-created one)
+            shown = ", ".join(_group(f)[2] for f in functions) if functions else _describe(value)
+            sig[name] = ("static", shown, None)
         else:
             sig[name] = ("traced", ", ".join(_describe(leaf) for leaf in leaves), str(tree))
     return sig
@@ -121,12 +147,20 @@ def record(traces: Traces, fun, jit_options, args, kwargs, limit: int) -> None:
     """Count one trace of the jitted function that holds `traces`; warn past `limit`."""
     group = _group(fun)
     sig = _signature(fun, args, kwargs)
+    static = [v for v in (*args, *kwargs.values()) if not isinstance(v, core.Tracer)]
+    carried = _carried_functions(static)
+    # a carried function is told apart by its code and what it captured, as a jitted one is
+    program = tuple((_group(f), _captured(f)) for f in carried)
+    if carried:
+        group = _group(carried[0])  # name the user's function, not the library's wrapper
     with _lock:
         if traces.scope != _scope:
             traces.scope, traces.count, traces.warned = _scope, 0, False
             traces.history.clear()
+            traces.programs.clear()
         traces.history.append(sig)
-        traces.count += 1
+        traces.programs[program] = count = traces.programs.get(program, 0) + 1
+        traces.count = count
         message = None
         if traces.count > limit and not traces.warned:
             traces.warned = True
@@ -134,7 +168,7 @@ def record(traces: Traces, fun, jit_options, args, kwargs, limit: int) -> None:
             message = f"was traced and compiled {traces.count} times (limit {limit}): " \
                       f"{cause}. {remedy}"
         elif traces.count == 1:
-            key = (group, repr(jit_options), repr(sig), _captured(fun))
+            key = (group, repr(jit_options), repr(sig), _captured(fun), program)
             objects = _recreated[key] = _recreated.get(key, 0) + 1
             if objects > limit and key not in _warned:
                 _warned.add(key)
@@ -145,7 +179,7 @@ def record(traces: Traces, fun, jit_options, args, kwargs, limit: int) -> None:
                            f"loop, and reuse it.")
     if message is not None:
         filename, lineno, name = group
-        warn_at_user(f"{name} (defined at {format_where(filename, lineno)}) {message}",
+        warn_at_own_code(f"{name} (defined at {format_where(filename, lineno)}) {message}",
                      RecompileWarning)
 
 

@@ -111,3 +111,56 @@ def test_counted_per_jitted_object_not_per_definition(guards):
         for scale in (1., 2., 3., 4., 5.):
             jax.jit(functools.partial(fn, y=scale))(jnp.ones(2))
     assert not _recompile_warnings(record)
+
+
+def test_a_factory_of_custom_vjp_closures_over_other_functions_is_other_programs(guards):
+    # four programs (sin, cos, tanh, exp), each compiled once: the closure is under the
+    # custom_vjp wrapper, and it holds another function each time
+    def make(fn):
+        @jax.custom_vjp
+        def g(x):
+            return fn(x)
+
+        g.defvjp(lambda x: (fn(x), x), lambda x, ct: (ct,))
+        return jax.jit(g)
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for fn in (jnp.sin, jnp.cos, jnp.tanh, jnp.exp):
+            make(fn)(jnp.ones(3))
+    assert not _recompile_warnings(record)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(5):  # the same function each time: re-created for nothing
+            make(jnp.sin)(jnp.ones(3))
+    assert "re-created on each call" in str(_recompile_warnings(record)[0].message)
+
+
+def _apply(fn, x):
+    return fn(x)
+
+
+def test_functions_carried_by_a_static_argument_are_other_programs(guards):
+    def make(k):
+        def f(x):
+            return x + k
+        return f
+
+    # equinox's filter_jit: one jitted wrapper per function name, the user's function static
+    shared_wrapper = jax.jit(_apply, static_argnums=0)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for k in range(6):  # six functions, each traced once
+            shared_wrapper(make(float(k)), jnp.ones(2))
+    assert not _recompile_warnings(record)
+
+
+def test_the_same_function_recreated_into_a_static_argument_warns_and_is_named(guards):
+    shared_wrapper = jax.jit(_apply, static_argnums=0)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(5):
+            shared_wrapper(lambda x: x * 2, jnp.ones(2))  # carried-line
+    (warning,) = _recompile_warnings(record)
+    assert "<lambda> (defined at" in str(warning.message) and "_apply" not in str(warning.message)
+    assert f"{warning.filename.rsplit('/', 1)[-1]}:{warning.lineno}" == line_of("# carried-line")
