@@ -5,6 +5,7 @@ Kept free of jax imports so the pytest plugin and the CLI can name them cheaply.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
@@ -147,6 +148,31 @@ def warns_for(packages) -> bool:
     if isinstance(policy, str):
         return policy == "warn"
     return all(policy.get(package, "warn") == "warn" for package in packages)
+
+
+_registries: dict[str, dict] = {}  # per file, as a module's __warningregistry__ ("once")
+
+
+@contextlib.contextmanager
+def warnings_at_caller():
+    """Around the Python body of a jitted function, which jax (and jaxguard's wrapper)
+    call: a warning it issues with a `stacklevel` that lands in those frames (a library's
+    `warnings.warn(..., stacklevel=2)`, meant for its caller) is shown at the user's line
+    that called the jitted function. Others are shown where they were issued."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            pending = list(caught)
+    for w in pending:
+        filename, lineno = w.filename, w.lineno
+        if _is_library_file(filename):
+            frame = user_frame_here(2)
+            if frame is not None:
+                filename, lineno = frame[0], frame[1]
+        warnings.warn_explicit(w.message, w.category, filename, lineno,
+                               registry=_registries.setdefault(filename, {}), source=w.source)
 
 
 def warn_at_own_code(message: str, category: type[Warning]) -> None:

@@ -25,6 +25,7 @@ from jax._src.interpreters import partial_eval as pe
 
 from jaxguard.runtime import checks, keys, recompile
 from jaxguard.runtime.errors import (
+    warnings_at_caller,
     GuardError,
     InfError,
     LibraryGuardWarning,
@@ -102,7 +103,8 @@ class GuardedPjitFunction:
     def _consuming_keys(self, fun):
         @functools.wraps(fun)
         def plain(*args, **kwargs):
-            out = fun(*args, **kwargs)
+            with warnings_at_caller():
+                out = fun(*args, **kwargs)
             # Remember which arguments are keys the function consumes: passing the same
             # key object to it twice is key reuse too.
             self._key_positions.setdefault(self._signature(args, kwargs), set()).update(

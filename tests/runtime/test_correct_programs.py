@@ -2,6 +2,8 @@
 distrax, haiku) that jaxguard once broke, each run with the guards on."""
 
 import inspect
+import os
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -9,6 +11,7 @@ import numpy as np
 import pytest
 from jax import lax
 from jax.experimental import checkify
+from runtime_helpers import line_of
 
 import jaxguard
 
@@ -203,3 +206,27 @@ def test_eager_grad_of_a_jit_with_a_custom_vjp_that_slices(guards):
         assert np.allclose(jax.vjp(step, jnp.ones(4))[0], 3.0)
     assert sum("runs unchecked" in str(w.message) for w in said) == 1
     assert float(step(jnp.ones(4))) == 3.0  # called plainly it is still checked
+
+
+def test_a_library_warning_meant_for_its_caller_points_at_the_users_call(guards, tmp_path, monkeypatch):
+    # `stacklevel=2` in a jitted function lands in the frames that trace it: shown at the
+    # line that called the jitted function, not inside jaxguard
+    (tmp_path / "warning_library.py").write_text(
+        "import warnings\nimport jax\n\n@jax.jit\ndef old_api(x):\n"
+        "    warnings.warn('old_api is deprecated', DeprecationWarning, stacklevel=2)\n"
+        "    return x + 1\n\n@jax.jit\ndef own_line(x):\n"
+        "    warnings.warn('shown where it is issued', UserWarning)\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import warning_library
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        warning_library.old_api(jnp.ones(2))  # deprecated-call
+        warning_library.own_line(jnp.ones(2))
+    deprecated, own = record
+    assert f"{os.path.basename(deprecated.filename)}:{deprecated.lineno}" == line_of("# deprecated-call")
+    assert (os.path.basename(own.filename), own.lineno) == ("warning_library.py", 11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(DeprecationWarning, match="old_api is deprecated"):
+            warning_library.old_api(jnp.ones(3))  # a new shape: traced again, raised as plain jax does
