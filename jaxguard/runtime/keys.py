@@ -9,6 +9,11 @@ compiled function: inside jit it runs once, at trace time. Hooking that check, r
 than wrapping the public functions, adds no frame between the user and jax.random, so
 jax's own warnings (a float64 dtype without x64) still name the user's line.
 
+A key handed to `lax.scan`, `lax.fori_loop` or `lax.while_loop` as (part of) the carry
+reaches the body as a new tracer; when the key was consumed before the loop, that tracer
+starts consumed too, so a draw from the carry inside the body (its first iteration uses
+the key itself) is reported as the reuse it is.
+
 Not consuming: `fold_in` (deriving many keys from one base key with different data is
 the intended use), `clone`, `key_data`, `wrap_key_data`, `key_impl`, constructors, and
 jax.random functions calling each other (bernoulli -> uniform is one use). Nor is any use
@@ -18,6 +23,7 @@ while `jax.eval_shape` or `jax.make_jaxpr` traces: an abstract evaluation draws 
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -155,6 +161,47 @@ def _check_prng_key(name, key, *args, **kwargs):
     return _original_check(name, key, *args, **kwargs)
 
 
+# lax loops: name, (position, keyword) of the initial carry and of the body, and the index
+# of the carry among the body's arguments
+_LOOPS = (
+    ("scan", (1, "init"), (0, "f"), 0),
+    ("fori_loop", (3, "init_val"), (2, "body_fun"), 1),
+    ("while_loop", (2, "init_val"), (1, "body_fun"), 0),
+)
+_original_loops: dict[str, object] = {}
+
+
+def _loop_wrapper(loop, init_at: tuple, body_at: tuple, carry_index: int):
+    @functools.wraps(loop)
+    def guarded_loop(*args, **kwargs):
+        args = list(args)
+        init = args[init_at[0]] if len(args) > init_at[0] else kwargs.get(init_at[1])
+        consumed = [(i, _consumed[id(leaf)]) for i, leaf in enumerate(jax.tree_util.tree_leaves(init))
+                    if is_consumed(leaf)]
+        if consumed:
+            if len(args) > body_at[0]:
+                args[body_at[0]] = _body_with_consumed_carry(args[body_at[0]], carry_index, consumed)
+            elif body_at[1] in kwargs:
+                kwargs[body_at[1]] = _body_with_consumed_carry(kwargs[body_at[1]], carry_index, consumed)
+        return loop(*args, **kwargs)
+
+    return guarded_loop
+
+
+def _body_with_consumed_carry(body, carry_index: int, consumed):
+    @functools.wraps(body)
+    def body_with_consumed_carry(*args):
+        leaves = jax.tree_util.tree_leaves(args[carry_index])
+        with _lock:
+            for i, (_, stack, what) in consumed:
+                if i < len(leaves) and _is_key(leaves[i]):
+                    leaf = leaves[i]
+                    _consumed[id(leaf)] = (weakref.ref(leaf, lambda _, j=id(leaf): _forget(j)), stack, what)
+        return body(*args)
+
+    return body_with_consumed_carry
+
+
 def reset() -> None:
     """Forget every key use (pytest --jaxguard: each test starts from none, as a module-level
     `KEY` shared by two tests is drawn from once in each)."""
@@ -167,6 +214,10 @@ def install() -> None:
     if _original_check is None:
         _original_check = random_core._check_prng_key
         random_core._check_prng_key = _check_prng_key
+    for name, init_at, body_at, carry_index in _LOOPS:
+        if name not in _original_loops:
+            _original_loops[name] = loop = getattr(jax.lax, name)
+            setattr(jax.lax, name, _loop_wrapper(loop, init_at, body_at, carry_index))
 
 
 def uninstall() -> None:
@@ -174,5 +225,8 @@ def uninstall() -> None:
     if _original_check is not None:
         random_core._check_prng_key = _original_check
         _original_check = None
+    for name, loop in _original_loops.items():
+        setattr(jax.lax, name, loop)
+    _original_loops.clear()
     with _lock:
         _consumed.clear()

@@ -172,3 +172,61 @@ def test_a_key_position_belongs_to_the_trace_that_drew_from_it(guards):
     sample([1.0, 2.0], drawn)
     with pytest.raises(guards.KeyReuseError):
         sample([1.0, 2.0], drawn)
+
+
+def _scan_after_a_draw(key):
+    first = jax.random.normal(key, (2,))
+
+    def body(carry, _):
+        carry, sub = jax.random.split(carry)  # carry-split
+        return carry, jax.random.normal(sub)
+
+    _, ys = jax.lax.scan(body, key, None, length=3)
+    return first, ys
+
+
+def _fori_after_a_draw(key):
+    first = jax.random.normal(key, (2,))
+    return first, jax.lax.fori_loop(0, 3, lambda i, k: jax.random.split(k)[0], key)
+
+
+def _while_after_a_draw(key):
+    first = jax.random.normal(key, (2,))
+    carry = jax.lax.while_loop(lambda c: c[1] < 3, lambda c: (jax.random.split(c[0])[0], c[1] + 1), (key, 0))
+    return first, carry[0]
+
+
+@pytest.mark.parametrize("program", [_scan_after_a_draw, _fori_after_a_draw, _while_after_a_draw])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_key_drawn_from_then_handed_to_a_loop_as_its_carry(guards, program, compiled):
+    run = jax.jit(program) if compiled else program
+    with pytest.raises(jaxguard.KeyReuseError, match="already consumed by `jax.random.normal`"):
+        run(jax.random.key(0))
+
+
+def test_a_key_split_before_the_loop_is_a_fresh_carry(guards):
+    def program(key):
+        key, sub = jax.random.split(key)
+        first = jax.random.normal(sub, (2,))
+
+        def body(carry, _):
+            carry, sub = jax.random.split(carry)
+            return carry, jax.random.normal(sub)
+
+        _, ys = jax.lax.scan(body, init=key, xs=None, length=3)  # keywords
+        key = jax.lax.fori_loop(0, 3, lambda i, k: jax.random.split(k)[0], key)
+        return first, ys, key
+
+    jax.jit(program)(jax.random.key(0))
+    program(jax.random.key(1))
+    # a consumed key passed through the carry but never drawn from inside is no reuse
+    key = jax.random.key(2)
+    jax.random.normal(key)
+    jax.lax.scan(lambda c, _: (c, None), key, None, length=2)
+
+
+def test_loops_are_restored_when_the_guard_is_off():
+    original = jax.lax.scan
+    with jaxguard.guard():
+        assert jax.lax.scan is not original
+    assert jax.lax.scan is original
