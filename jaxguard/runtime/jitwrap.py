@@ -12,7 +12,9 @@ __tracebackhide__ = True  # pytest: errors raised here show the user's frames on
 
 import functools
 import os
+import sys
 import threading
+import time
 import weakref
 from collections import OrderedDict
 
@@ -273,7 +275,7 @@ class GuardedPjitFunction:
             if alarm == 1 and not self._donates and bool(_bad_inputs(errors, leaves)):
                 return  # the NaN came in with the arguments, it was not made here
             try:
-                _, err, _ = self._twin(errors, True)(*args, **kwargs)
+                _, err, _ = self._locate(args, kwargs)
             except Exception as exc:
                 raise self._unlocated_error(
                     out, f"jaxguard could not instrument it to find the operation "
@@ -291,6 +293,20 @@ class GuardedPjitFunction:
                              f"jaxguard.enable(libraries='raise') makes this an error.)", LibraryGuardWarning)
             return
         raise guard_error from None
+
+    def _locate(self, args, kwargs):
+        """Run the locating twin (every op checked) on the same arguments. Compiling it can
+        take long on a big step (a train step under grad): said on stderr, with the time."""
+        kind = "a NaN or Inf" if checks.GuardInf in errors else "a NaN"
+        sys.stderr.write(f"jaxguard: {kind} reached the outputs of {self._name()}(); "
+                         f"re-running it with every operation checked to find where...\n")
+        sys.stderr.flush()
+        start = time.perf_counter()
+        try:
+            return self._twin(errors, True)(*args, **kwargs)
+        finally:
+            sys.stderr.write(f"jaxguard: checked re-run of {self._name()}() took "
+                             f"{time.perf_counter() - start:.1f} s\n")
 
     def _unlocated_error(self, out, reason: str):
         has_nan = any(np.isnan(np.asarray(leaf)).any() for leaf in _float_leaves(out))

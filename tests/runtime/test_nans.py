@@ -327,3 +327,17 @@ def test_a_traceback_shows_the_users_frames_not_jaxguards(tmp_path):
     err = subprocess.run([sys.executable, str(script)], capture_output=True, text=True).stderr
     assert "NaNError" in err and 'train.py", line 5' in err
     assert "jaxguard/runtime" not in err.replace("jaxguard.runtime", "")
+
+
+def test_locating_the_operation_says_so_on_stderr_with_its_time(guards, capfd):
+    @jax.jit
+    def step(x):
+        return jnp.log(x - 1.0) * 2
+
+    step(jnp.full(3, 3.0))
+    assert "jaxguard:" not in capfd.readouterr().err  # a clean call is silent
+    with pytest.raises(jaxguard.NaNError):
+        step(jnp.zeros(3))
+    err = capfd.readouterr().err
+    assert "reached the outputs of step(); re-running it with every operation checked" in err
+    assert "checked re-run of step() took" in err
