@@ -58,7 +58,7 @@ EQUINOX_GIT = ("https://github.com/patrick-kidger/equinox", "v0.13.8")
 # the parts that exercise jit, keys, indexing and transformations (numpyro's inference and
 # distribution tests take hours on 2 cores).
 SUBSETS = {
-    "numpyro": ["test_handlers.py", "test_util.py", "test_compile.py", "test_pickle.py",
+    "numpyro": ["test_handlers.py", "test_util.py", "test_compile.py", "test_transforms.py",
                 "test_diagnostics.py", "test_nn.py", "test_optimizers.py"],
 }
 

@@ -265,15 +265,23 @@ def _settings_for(config, path: str):
         return config.settings_for(".")
 
 
+_NO_NEWLINE = "\\ No newline at end of file\n"
+
+
 def _diff(path: str, original: str, fixed: str) -> str:
-    return "".join(
-        difflib.unified_diff(
-            original.splitlines(keepends=True),
-            fixed.splitlines(keepends=True),
-            fromfile=f"a/{path}",
-            tofile=f"b/{path}",
-        )
-    )
+    """A unified diff that `patch` and `git apply` accept: a last line without a line break
+    is followed by the "\\ No newline at end of file" marker, as diff(1) writes it."""
+    lines = []
+    for line in difflib.unified_diff(
+        original.splitlines(keepends=True),
+        fixed.splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
+    ):
+        lines.append(line)
+        if not line.endswith("\n"):
+            lines.append("\n" + _NO_NEWLINE)
+    return "".join(lines)
 
 
 def _check_stdin(args: argparse.Namespace, config) -> int:

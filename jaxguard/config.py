@@ -121,9 +121,18 @@ def find_pyproject(start: Path) -> Path | None:
                 if "tool.jaxguard" in text:
                     return candidate  # ours but broken: load_config reports the TOML error
                 continue
-            if "jaxguard" in _table(data, "tool"):
-                return candidate
+            if "jaxguard" in _table(data, "tool") or _misspelled_table(data):
+                return candidate  # a misspelled table is reported by load_config
     return None
+
+
+def _misspelled_table(data: dict) -> str | None:
+    """`[tool.jaxgaurd]` (and no [tool.jaxguard]): the name of the table meant for jaxguard."""
+    tool = _table(data, "tool")
+    if "jaxguard" in tool:
+        return None
+    close = difflib.get_close_matches("jaxguard", [str(key) for key in tool], n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
 def _table(data: dict, key: str) -> dict:
@@ -152,6 +161,9 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"cannot read config file {path}: {error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    misspelled = _misspelled_table(data)
+    if misspelled is not None:
+        raise ConfigError(f"{path}: unknown table [tool.{misspelled}] (did you mean [tool.jaxguard]?)")
     table = _table(data, "tool").get("jaxguard", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.jaxguard] must be a table")

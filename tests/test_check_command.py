@@ -70,7 +70,7 @@ def test_select_ignore_extend_select(project):
 def test_unknown_code_is_a_usage_error(project):
     result = run("check", "--select", "JG31", cwd=project)
     assert result.returncode == 2
-    assert result.stderr.strip().startswith("jaxguard: error: unknown rule code or prefix 'JG31'")
+    assert result.stderr.strip().startswith("jaxguard: error: unknown rule code, name or prefix 'JG31'")
     assert "Traceback" not in result.stderr
     result = run("check", "--select", "JG3011", cwd=project)
     assert result.returncode == 2 and "did you mean JG301?" in result.stderr
@@ -110,6 +110,21 @@ def test_diff_does_not_write(project):
     assert result.returncode == 1
     assert "-x[0] = 1.0\n" in result.stdout and "+x = x.at[0].set(1.0)\n" in result.stdout
     assert (project / "buggy.py").read_text() == BUGGY
+
+
+def test_diff_of_a_file_without_a_final_newline_is_a_patch_git_applies(tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    source = BUGGY.rstrip("\n")
+    (tmp_path / "tail.py").write_text(source)
+    result = run("check", "tail.py", "--diff", cwd=tmp_path)
+    assert "\\ No newline at end of file\n" in result.stdout
+    (tmp_path / "fix.patch").write_text(result.stdout)
+    applied = subprocess.run(["git", "apply", "fix.patch"], cwd=tmp_path, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    (tmp_path / "fixed_in_place.py").write_text(source)
+    run("check", "fixed_in_place.py", "--fix", cwd=tmp_path)
+    assert (tmp_path / "tail.py").read_text() == (tmp_path / "fixed_in_place.py").read_text() != source
+    assert not (tmp_path / "tail.py").read_text().endswith("\n")
 
 
 def test_fix_keeps_newlines_encoding_and_mode(tmp_path):
@@ -200,9 +215,11 @@ def test_config_traced_decorators(tmp_path):
     "toml,message",
     [
         ('[tool.jaxguard]\nselcet = ["JG3"]\n', "unknown key 'selcet' in [tool.jaxguard] (did you mean 'select'?)"),
-        ('[tool.jaxguard]\nignore = ["JG3O1"]\n', "unknown rule code or prefix 'JG3O1'"),
+        ('[tool.jaxguard]\nignore = ["JG3O1"]\n', "unknown rule code, name or prefix 'JG3O1'"),
         ('[tool.jaxguard]\nx64 = "yes"\n', "x64 must be true or false"),
         ("[tool.jaxguard\n", "invalid TOML"),
+        ('[tool.jaxgaurd]\nselect = ["JG3"]\n', "unknown table [tool.jaxgaurd] (did you mean [tool.jaxguard]?)"),
+        ('[tool.jax-guard]\nselect = ["JG3"]\n', "unknown table [tool.jax-guard] (did you mean [tool.jaxguard]?)"),
     ],
 )
 def test_bad_config_is_one_line_exit_2(tmp_path, toml, message):
@@ -212,6 +229,12 @@ def test_bad_config_is_one_line_exit_2(tmp_path, toml, message):
     assert result.returncode == 2
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_other_tools_tables_are_not_taken_for_misspellings(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.jax]\nx = 1\n[tool.ruff]\nline-length = 99\n')
+    (tmp_path / "m.py").write_text(CLEAN)
+    assert run("check", "m.py", cwd=tmp_path).returncode == 0
 
 
 def test_explicit_config_file(tmp_path):
@@ -257,3 +280,16 @@ def test_linting_never_imports_jax(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "1"
+
+
+def test_rule_names_are_accepted_wherever_codes_are(project):
+    (project / "keys.py").write_text("import jax\nkey = jax.random.key(0)\na = jax.random.normal(key)\nb = jax.random.normal(key)\n")
+    by_name = run("check", "keys.py", "buggy.py", "--select", "prng-key-reuse", "--output-format", "concise", cwd=project)
+    by_code = run("check", "keys.py", "buggy.py", "--select", "JG601", "--output-format", "concise", cwd=project)
+    assert by_name.returncode == 1 and by_name.stdout == by_code.stdout and "JG601" in by_name.stdout
+    ignored = run("check", "buggy.py", "--ignore", "in-place-update", "--output-format", "concise", cwd=project)
+    assert "JG301" not in ignored.stdout
+    typo = run("check", "buggy.py", "--select", "prng-key-reus", cwd=project)
+    assert typo.returncode == 2
+    assert typo.stderr.strip() == ("jaxguard: error: unknown rule code, name or prefix 'prng-key-reus' in "
+                                   "--select/--ignore (did you mean prng-key-reuse?)")

@@ -111,3 +111,17 @@ def test_pre_commit_try_repo(tmp_path):
     fixed = try_repo("jaxguard-fix")
     assert fixed.returncode == 1  # pre-commit fails a hook that changed files
     assert (repo / "train.py").read_text() == "import jax.numpy as jnp\nx = jnp.zeros(3)\nx = x.at[0].set(1.0)\n"
+
+    # notebooks are checked too (pre-commit's `jupyter` type)
+    git("add", "train.py")
+    git("commit", "-q", "-m", "fixed")
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": ["import jax.numpy as jnp\n", "x = jnp.zeros(3)\n", "x[0] = 1.0\n"]}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    import json
+
+    (repo / "explore.ipynb").write_text(json.dumps(notebook, indent=1))
+    git("add", "explore.ipynb")
+    in_notebook = try_repo("jaxguard")
+    assert in_notebook.returncode == 1, in_notebook.stdout
+    assert "explore.ipynb:cell 1:3:1: JG301" in in_notebook.stdout

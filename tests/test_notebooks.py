@@ -142,3 +142,83 @@ def test_a_cells_last_expression_is_its_output_not_a_discarded_result(tmp_path, 
     (tmp_path / "m.py").write_text("import jax.numpy as jnp\nx = jnp.arange(3)\njnp.sort(x)\njnp.sort(x)\ny = 1\nx.at[0].set(5)\n")
     code, out = run(capsys, "m.py")
     assert out.count("JG302") == 3
+
+
+def _annotation_target(out: str, text: str) -> list[str]:
+    """The notebook-file text each GitHub annotation of `out` points at (line, columns)."""
+    import re
+
+    lines = text.splitlines()
+    found = []
+    for match in re.finditer(r"line=(\d+),col=(\d+),endLine=(\d+),endColumn=(\d+)", out):
+        line, col, end_line, end_col = map(int, match.groups())
+        assert line == end_line
+        found.append(lines[line - 1][col - 1 : end_col - 1])
+    return found
+
+
+def test_github_and_sarif_point_at_the_notebooks_json_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    path = _notebook(tmp_path / "nb.ipynb", CELLS)
+    text = path.read_text()
+    code, out = run(capsys, "--output-format", "github", "nb.ipynb")
+    assert code == 1
+    assert _annotation_target(out, text) == ["x[0]", "y[1]"]  # the subscripts the findings name
+    code, out = run(capsys, "--output-format", "sarif", "nb.ipynb")
+    location = json.loads(out)["runs"][0]["results"][0]["locations"][0]
+    region = location["physicalLocation"]["region"]
+    assert text.splitlines()[region["startLine"] - 1].strip().startswith('"x[0] = 1.0"')
+    assert location["logicalLocations"] == [{"name": "cell 2", "kind": "module"}]
+    assert location["properties"] == {"cell": 2, "cellLine": 3, "cellColumn": 1}
+
+
+def test_a_source_written_as_one_string_maps_onto_that_string(tmp_path, monkeypatch, capsys):
+    # hand-written or compact notebooks: "source" is one string; escapes shift the columns
+    monkeypatch.chdir(tmp_path)
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                           "source": 'import jax.numpy as jnp\nx = jnp.zeros(3)  # "zeros"\tok\nx[0] = 1.0\n'}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "one.ipynb").write_text(json.dumps(notebook))
+    code, out = run(capsys, "--output-format", "github", "one.ipynb")
+    assert code == 1
+    assert _annotation_target(out, (tmp_path / "one.ipynb").read_text()) == ["x[0]"]
+
+
+def test_sarif_uri_outside_the_run_directory_is_absolute_without_a_base(tmp_path, monkeypatch, capsys):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "src" / "lib.py").write_text("import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.0\n")
+    monkeypatch.chdir(tmp_path / "run")
+    code, out = run(capsys, "--output-format", "sarif", str(tmp_path / "src" / "lib.py"))
+    artifact = json.loads(out)["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert artifact["uri"].startswith("file:///") and "uriBaseId" not in artifact
+
+
+IPYTHON_LINES = (
+    "!pip install \\\n    jax \\\n    optax\n"  # a shell line continued by backslashes
+    "import jax.numpy as jnp\n"
+    "pip install flax\n"  # automagics: IPython runs them without %
+    "timeit -n 5 jnp.ones(3)\n"
+    "cd ..\n"
+    "time = 5\n"  # Python as written: an assignment, not the magic
+    "x = jnp.zeros(time)\n"
+    "x[0] = 1.0"
+)
+
+
+def test_ipython_continuations_and_automagics_parse_and_survive_a_fix(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    path = _notebook(tmp_path / "nb.ipynb", [("code", IPYTHON_LINES)])
+    code, out = run(capsys, "nb.ipynb")
+    assert code == 1 and "JG001" not in out
+    assert "nb.ipynb:cell 1:10:1: JG301" in out
+    code, out = run(capsys, "--fix", "nb.ipynb")
+    fixed = nbformat.read(str(path), as_version=4).cells[0].source
+    assert fixed == IPYTHON_LINES.replace("x[0] = 1.0", "x = x.at[0].set(1.0)")
+
+
+def test_a_name_that_is_python_is_not_taken_for_an_automagic(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _notebook(tmp_path / "nb.ipynb", [("code", "import jax.numpy as jnp\ndef run(x):\n    return x\nrun (jnp.zeros(2))\nx = jnp.zeros(2)\nx[0] = 1")])
+    code, out = run(capsys, "nb.ipynb")
+    assert "cell 1:6:1: JG301" in out and "JG001" not in out

@@ -87,6 +87,8 @@ def _decode(data: dict, path: str) -> Diagnostic:
     if fix is not None:
         fix = Fix(tuple(Edit(**edit) for edit in fix["edits"]), fix["safe"], fix["description"])
     data["noqa_lines"] = tuple(data.get("noqa_lines", ()))
+    if data.get("file_region") is not None:
+        data["file_region"] = tuple(data["file_region"])
     stored = data.pop("path", "")
     # A notebook's findings carry their cell (`nb.ipynb:cell 3`); keep that part.
     if not (isinstance(stored, str) and stored.startswith(path + ":cell ")):

@@ -36,6 +36,9 @@ class Diagnostic:
     path: str = ""
     # Extra lines on which a `# noqa` also applies (the rest of a multi-line statement).
     noqa_lines: tuple[int, ...] = field(default=(), compare=False)
+    # A notebook finding: (line, column, end line, end column) in the .ipynb file's JSON text,
+    # where the cell's source holds it (GitHub annotations and SARIF point there).
+    file_region: tuple[int, int, int, int] | None = field(default=None, compare=False)
 
     @property
     def fixable(self) -> bool:

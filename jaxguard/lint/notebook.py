@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass
@@ -33,6 +34,18 @@ _MAGIC = re.compile(
     )""",
     re.VERBOSE,
 )
+# IPython's line magics, which its automagic runs without the `%` (`pip install jax`,
+# `timeit -n 5 f(x)`, `cd data`): masked when the line is not Python as written.
+_AUTOMAGICS = frozenset(
+    """aimport alias autoawait autocall automagic autoreload bookmark cd clear colors conda config
+    cp debug dhist dirs doctest_mode ed edit env gui hist history killbgscripts ldir less load
+    load_ext loadpy logoff logon logstart logstate logstop ls lsmagic lx macro magic man
+    matplotlib mkdir more mv notebook page pastebin pdb pdef pdoc pfile pinfo pinfo2 pip popd
+    pprint precision prun psearch psource pushd pwd pycat pylab quickref recall rehashx
+    reload_ext rep rerun reset reset_selective rm rmdir run save sc set_env store sx system tb
+    time timeit unalias unload_ext uv who who_ls whos xdel xmode""".split()
+)
+_AUTOMAGIC = re.compile(r"^\s*([A-Za-z_]\w*)\s+\S")
 _CELL_MARKER = "#@@jaxguard-cell-{}@@"
 _MAGIC_MARKER = "pass  #@@jaxguard-magic-{}@@"
 _MARKER_LINE = re.compile(r"^#@@jaxguard-cell-(\d+)@@$")
@@ -61,15 +74,34 @@ def _source_text(cell: dict) -> str:
     return str(source)
 
 
+def _is_magic(line: str) -> bool:
+    if _MAGIC.match(line):
+        return True
+    automagic = _AUTOMAGIC.match(line)
+    if automagic is None or automagic.group(1) not in _AUTOMAGICS:
+        return False
+    try:
+        compile(line.strip(), "<cell>", "exec")
+    except SyntaxError:
+        return True  # `pip install jax`: not Python, so IPython runs the magic
+    except (ValueError, RecursionError):
+        return False
+    return False  # `time = 5`, `run(x)`: Python as written
+
+
 def _mask(text: str, masked: list[str]) -> str:
+    """Each IPython line (magic, shell escape, help) becomes a placeholder of the same
+    indentation; so do the lines a trailing backslash continues it onto (`!pip install \\`)."""
     out = []
+    continued_indent = None
     for line in text.split("\n"):
-        if _MAGIC.match(line):
-            indent = line[: len(line) - len(line.lstrip())]
-            out.append(indent + _MAGIC_MARKER.format(len(masked)))
-            masked.append(line)
-        else:
+        if continued_indent is None and not _is_magic(line):
             out.append(line)
+            continue
+        indent = continued_indent if continued_indent is not None else line[: len(line) - len(line.lstrip())]
+        out.append(indent + _MAGIC_MARKER.format(len(masked)))
+        masked.append(line)
+        continued_indent = indent if line.rstrip().endswith("\\") else None
     return "\n".join(out)
 
 
@@ -119,7 +151,7 @@ def _locate(cells: list[_Cell], line: int) -> _Cell | None:
     return found
 
 
-def _remap(diagnostic: Diagnostic, cells: list[_Cell], path: str) -> Diagnostic:
+def _remap(diagnostic: Diagnostic, cells: list[_Cell], path: str, sources: dict | None = None) -> Diagnostic:
     cell = _locate(cells, diagnostic.line)
     if cell is None:  # before any cell (an engine message on line 1)
         diagnostic.path = path if not cells else f"{path}:cell {cells[0].number}"
@@ -131,7 +163,62 @@ def _remap(diagnostic: Diagnostic, cells: list[_Cell], path: str) -> Diagnostic:
     if diagnostic.end_line > last:
         diagnostic.end_line, diagnostic.end_column = last, diagnostic.end_column
     diagnostic.end_line = max(diagnostic.line, diagnostic.end_line - cell.start + 1)
+    source = (sources or {}).get(cell.index)
+    if source is not None:
+        start = source.position(diagnostic.line, diagnostic.column)
+        end = source.position(diagnostic.end_line, diagnostic.end_column)
+        if start is not None and end is not None:
+            diagnostic.file_region = (*start, *end)
     return diagnostic
+
+
+class _SourceInFile:
+    """Where each line of one cell's source lies in the notebook's JSON text: a list of
+    strings (one per line, as Jupyter writes it) or one string."""
+
+    def __init__(self, text: str, span: tuple[int, int], newlines: list[int]) -> None:
+        self.text, self.newlines = text, newlines
+        # (offset of the character before the line's text: the string's opening quote, or
+        # the `n` of the escaped line break before it; the line's text)
+        self.lines: list[tuple[int, str]] = []
+        start, end = span
+        if text.startswith("[", start):
+            at = _skip(text, start + 1)
+            while at < end and text.startswith('"', at):
+                value, after = json.decoder.scanstring(text, at + 1)
+                self._add(at, value)
+                at = _skip(text, after)
+                if text.startswith(",", at):
+                    at = _skip(text, at + 1)
+        elif text.startswith('"', start):
+            self._add(start, json.decoder.scanstring(text, start + 1)[0])
+
+    def _add(self, quote: int, value: str) -> None:
+        pieces = value.split("\n")
+        if pieces and pieces[-1] == "" and len(pieces) > 1:
+            pieces.pop()
+        for index, piece in enumerate(pieces):
+            # a second line inside one JSON string sits on the string's line, past an escaped \n
+            prefix = "\n".join(pieces[:index]) + ("\n" if index else "")
+            self.lines.append((quote + len(json.dumps(prefix, ensure_ascii=False)) - 2, piece))
+
+    def position(self, line: int, column: int) -> tuple[int, int] | None:
+        """(line, column), both 1-based, in the file of a cell's (line, column)."""
+        if not 1 <= line <= len(self.lines):
+            return None
+        quote, value = self.lines[line - 1]
+        offset = quote + len(json.dumps(value[: max(0, column - 1)], ensure_ascii=False)) - 1
+        file_line = bisect.bisect_right(self.newlines, quote) + 1
+        line_start = self.newlines[file_line - 2] + 1 if file_line > 1 else 0
+        return file_line, offset - line_start + 1
+
+
+def _sources_in_file(text: str, spans: dict[int, tuple[int, int]]) -> dict[int, _SourceInFile]:
+    newlines = [i for i, char in enumerate(text) if char == "\n"]
+    try:
+        return {index: _SourceInFile(text, span, newlines) for index, span in spans.items()}
+    except (ValueError, IndexError):
+        return {}
 
 
 def _split(joined: str, cells: list[_Cell]) -> list[str] | None:
@@ -305,11 +392,12 @@ def check_notebook_text(
     joined, cells = _build(notebook)
     if not cells:
         return outcome
+    spans = _source_spans(text) or {}
+    sources = _sources_in_file(text, spans)
     if not fix:
         diagnostics, outcome.error = lint_text(joined, path, settings, prefilter)
-        outcome.diagnostics = [_remap(d, cells, path) for d in diagnostics]
+        outcome.diagnostics = [_remap(d, cells, path, sources) for d in diagnostics]
         return outcome
-    spans = _source_spans(text) or {}
 
     def changes(candidate: str) -> dict[int, str] | None:
         """The new source of each cell the fixed module changes; None if it cannot be written
@@ -324,7 +412,7 @@ def check_notebook_text(
         return changes(candidate) is not None  # else the fix is skipped; its finding stays
 
     new_joined, applied, remaining, outcome.error = fix_text(joined, path, settings, unsafe, prefilter, accept=writable)
-    outcome.diagnostics = [_remap(d, cells, path) for d in remaining]
+    outcome.diagnostics = [_remap(d, cells, path, sources) for d in remaining]
     if not applied or new_joined == joined:
         return outcome
     changed = changes(new_joined)

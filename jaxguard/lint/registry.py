@@ -193,16 +193,31 @@ class SelectionError(ValueError):
     pass
 
 
+def _code_named(selector: str) -> str | None:
+    """The code of a rule or engine code given by name (`prng-key-reuse` -> JG601)."""
+    name = selector.strip().lower()
+    for code, entry in catalog().items():
+        if entry.name == name:
+            return code
+    return next((code for code, known in ENGINE_CODES.items() if known == name), None)
+
+
 def _check_selector(selector: str, where: str) -> str:
-    selector = selector.strip().upper()
+    """A selector as a code, prefix or ALL: a rule's name stands for its exact code."""
+    named = _code_named(selector)
+    if named is not None:
+        return named
+    given = selector.strip()
+    selector = given.upper()
     if selector == "ALL":
         return selector
     codes = list(catalog()) + list(ENGINE_CODES)
     if re.fullmatch(r"JG\d{0,3}", selector) and any(c.startswith(selector) for c in codes):
         return selector
-    close = difflib.get_close_matches(selector, codes, n=1)
+    names = [entry.name for entry in catalog().values()]
+    close = difflib.get_close_matches(selector, codes, n=1) or difflib.get_close_matches(given.lower(), names, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    raise SelectionError(f"unknown rule code or prefix {selector!r} in {where}{hint}")
+    raise SelectionError(f"unknown rule code, name or prefix {given!r} in {where}{hint}")
 
 
 def resolve_selection(
@@ -241,7 +256,7 @@ def quiet_in_tests(enabled: frozenset[str], select: list[str] | None, extend_sel
     """The codes enabled in a test file: rules that are off in tests (`in_tests = False`, the
     PRNG rules: tests reuse keys on purpose) stay on only where named by their exact code."""
     rules = catalog()
-    named = {s.strip().upper() for s in [*(select or ()), *extend_select]}
+    named = {_code_named(s) or s.strip().upper() for s in [*(select or ()), *extend_select]}
     return frozenset(code for code in enabled if code not in rules or rules[code].in_tests or code in named)
 
 

@@ -57,12 +57,20 @@ def format_github(diagnostic: Diagnostic) -> str:
     """A GitHub Actions workflow command: an annotation on the file and line."""
     file, cell = split_cell(diagnostic.path)
     where = f"cell {cell}:" if cell is not None else ""
+    line, column, end_line, end_column = _in_file(diagnostic)
     properties = (
         f"title={_escape_property(f'jaxguard ({diagnostic.code})')},file={_escape_property(file)},"
-        f"line={diagnostic.line},col={diagnostic.column},endLine={diagnostic.end_line},endColumn={diagnostic.end_column}"
+        f"line={line},col={column},endLine={end_line},endColumn={end_column}"
     )
     message = f"{file}:{where}{diagnostic.line}:{diagnostic.column}: {diagnostic.code} {diagnostic.message}"
     return f"::error {properties}::{_escape_data(message)}"
+
+
+def _in_file(diagnostic: Diagnostic) -> tuple[int, int, int, int]:
+    """(line, column, end line, end column) in the file: for a notebook, in its JSON text."""
+    if diagnostic.file_region is not None:
+        return diagnostic.file_region
+    return diagnostic.line, diagnostic.column, diagnostic.end_line, diagnostic.end_column
 
 
 def render(diagnostics: list[Diagnostic], output_format: str) -> str:
@@ -126,12 +134,19 @@ def _rule_descriptors() -> list[dict]:
 
 
 def _region(diagnostic: Diagnostic) -> dict:
+    line, column, end_line, end_column = _in_file(diagnostic)
     return {
-        "startLine": max(1, diagnostic.line),
-        "startColumn": max(1, diagnostic.column),
-        "endLine": max(1, diagnostic.end_line),
-        "endColumn": max(1, diagnostic.end_column),
+        "startLine": max(1, line),
+        "startColumn": max(1, column),
+        "endLine": max(1, end_line),
+        "endColumn": max(1, end_column),
     }
+
+
+def _artifact(uri: str) -> dict:
+    """An artifactLocation: relative to %SRCROOT% (the current directory), or an absolute
+    URI on its own (SARIF allows uriBaseId only beside a relative reference)."""
+    return {"uri": uri} if uri.startswith("file:") else {"uri": uri, "uriBaseId": "%SRCROOT%"}
 
 
 def sarif(diagnostics: list[Diagnostic]) -> dict:
@@ -145,9 +160,11 @@ def sarif(diagnostics: list[Diagnostic]) -> dict:
         file, cell = split_cell(diagnostic.path)
         uri = _uri(file)
         message = diagnostic.message if cell is None else f"cell {cell}: {diagnostic.message}"
-        location = {"physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"}, "region": _region(diagnostic)}}
+        location = {"physicalLocation": {"artifactLocation": _artifact(uri), "region": _region(diagnostic)}}
         if cell is not None:
+            # the cell, and the finding's place inside it (the region is in the .ipynb's JSON)
             location["logicalLocations"] = [{"name": f"cell {cell}", "kind": "module"}]
+            location["properties"] = {"cell": cell, "cellLine": diagnostic.line, "cellColumn": diagnostic.column}
         result = {
             "ruleId": diagnostic.code,
             "level": "error",
@@ -163,7 +180,7 @@ def sarif(diagnostics: list[Diagnostic]) -> dict:
                     "description": {"text": (fix.description or "apply jaxguard's fix") + ("" if fix.safe else " (unsafe)")},
                     "artifactChanges": [
                         {
-                            "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+                            "artifactLocation": _artifact(uri),
                             "replacements": [
                                 {
                                     "deletedRegion": {"charOffset": edit.start, "charLength": edit.end - edit.start},
