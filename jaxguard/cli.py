@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", help="a rule code (JG301) or name (in-place-update)")
     commands.add_parser("rules", help="list every rule")
+    commands.add_parser("server", help="run the language server (LSP over stdio; the server extra)")
     commands.add_parser("run", help="run a script with the runtime guards enabled", add_help=False)
     commands.add_parser("precision", help="precision report for a function", add_help=False)
     return parser
@@ -100,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             return _rule(args.code)
         if args.command == "rules":
             return _rules()
+        if args.command == "server":
+            return _server()
     except KeyboardInterrupt:
         return EXIT_ERROR
     except BrokenPipeError:
@@ -108,6 +111,17 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"internal error: {type(error).__name__}: {error}".splitlines()[0])
     parser.print_help()
     return EXIT_ERROR
+
+
+def _server() -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("pygls") is None or importlib.util.find_spec("lsprotocol") is None:
+        return _fail("`jaxguard server` needs pygls 2: install jaxguard's server extra "
+                     "(from a checkout of jaxguard: pip install '.[server]')")
+    from jaxguard.server import main as server_main
+
+    return server_main()
 
 
 def _missing_runtime() -> list[str]:

@@ -293,3 +293,16 @@ def test_rule_names_are_accepted_wherever_codes_are(project):
     assert typo.returncode == 2
     assert typo.stderr.strip() == ("jaxguard: error: unknown rule code, name or prefix 'prng-key-reus' in "
                                    "--select/--ignore (did you mean prng-key-reuse?)")
+
+
+def test_server_without_pygls_is_a_one_line_error(monkeypatch, capsys):
+    import importlib.util
+
+    from jaxguard.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pygls" else real(name, *a))
+    assert main(["server"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "jaxguard: error: `jaxguard server` needs pygls 2: install jaxguard's server extra "
+        "(from a checkout of jaxguard: pip install '.[server]')")

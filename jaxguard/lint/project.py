@@ -605,9 +605,13 @@ def build_index(
     return indexes
 
 
-def view_for_text(path: str, data: bytes, cache_dir: str | None, exclude: list[str], config_root: Path) -> ProjectView:
+def view_for_text(
+    path: str, data: bytes, cache_dir: str | None, exclude: list[str], config_root: Path,
+    others: dict[str, bytes] | None = None,
+) -> ProjectView:
     """The view of a file whose text is `data` (an editor's unsaved buffer, flake8's lines):
-    the project's other modules as on disk, this one as given."""
+    the project's other modules as on disk, except those in `others` (other unsaved
+    buffers, by path: the language server's open files), this one as given."""
     root = find_root(Path(path))
     memo = (root, cache_dir) if root is not None else None
     index = _INDEXES.get(memo) if memo is not None else None
@@ -615,12 +619,27 @@ def view_for_text(path: str, data: bytes, cache_dir: str | None, exclude: list[s
         ((index, _),) = build_index([path], cache_dir, exclude, config_root) if os.path.exists(path) else [(ProjectIndex({}), [path])]
         if memo is not None:
             _INDEXES[memo] = index
+    for other, other_data in (others or {}).items():
+        if other != path and root is not None and find_root(Path(other)) == root:
+            index, _ = _with_text(index, other, other_data)
+    index, summary = _with_text(index, path, data)
+    return index.view(path, summary)
+
+
+def _with_text(index: ProjectIndex, path: str, data: bytes) -> tuple[ProjectIndex, dict | None]:
+    """The index with `path`'s module summarised from `data` (unsaved edits reach the rest)."""
     module, is_package = module_name(Path(path))
     source = source_of(path, data)
     summary = summarise(source, module, is_package) if source is not None else None
     if summary is not None and index.summaries.get(module) != summary:
-        index = index.with_module(path, module, is_package, summary)  # unsaved edits reach the rest
-    return index.view(path, summary)
+        index = index.with_module(path, module, is_package, summary)
+    return index, summary
+
+
+def forget_indexes() -> None:
+    """Drop the in-process indexes (files changed on disk): the next view rebuilds from the
+    summary store, re-reading only the files whose size or mtime changed."""
+    _INDEXES.clear()
 
 
 # One index per project and process: flake8 checks many files of one project in a process.
