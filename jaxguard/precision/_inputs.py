@@ -12,6 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxguard.precision._tolerance import is_inexact
+
 _SCALARS = (bool, int, float, complex)
 
 
@@ -69,7 +71,8 @@ def _as_array(tool, value, label, argnum):
     if not isinstance(value, (np.ndarray, np.generic, *_SCALARS)):
         raise TypeError(f"{tool}: argument {label} is a {type(value).__name__} ({_short(value)}), not an array{hint}")
     array = np.asarray(value)
-    if array.dtype.kind not in "biufc":
+    # ml_dtypes' bfloat16 and float8 formats are numbers too (numpy files them under kind "V")
+    if array.dtype.kind not in "biufc" and not is_inexact(array.dtype):
         raise TypeError(f"{tool}: argument {label} has dtype {array.dtype} ({_short(value)}), not a number{hint}")
     # Outside x64, so Python scalars get the user's default (float32, int32) dtype.
     return jnp.asarray(value)

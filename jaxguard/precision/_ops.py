@@ -168,8 +168,13 @@ class OpsReport:
         return [r for r in self.records if r.flips]
 
     @property
+    def checked(self) -> int:
+        return len(self.records)
+
+    @property
     def passed(self) -> bool:
-        return not self.failures
+        """No op out of tolerance, and at least one op checked: nothing checked is no pass."""
+        return self.checked > 0 and not self.failures
 
     def worst(self, n=10):
         """Records ranked by the error each op introduces (not the error it passes on)."""
@@ -194,6 +199,10 @@ class OpsReport:
         first = self.first_failure
         if first is not None:
             lines.append(f"first failure: {first.primitive} at {first.source} ({_describe(first)})")
+        if not self.records:
+            lines.append("nothing was checked: not a pass" + (
+                f" ({self.skipped} op output(s) skipped: larger than max_numel, empty, or past "
+                f"max_checks per site)" if self.skipped else " (no floating-point operation)"))
         for r in self.flips:
             lines.append(f"branch/argmax flip: {r.primitive} at {r.source}: {r.flips} element(s) differ from float64")
         return "\n".join(lines)

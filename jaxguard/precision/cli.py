@@ -105,7 +105,7 @@ def _report(options, fn, args) -> int:
     if options.mode == "ops":
         report = precision.check_ops(fn, *args, rtol=options.rtol, atol=options.atol, path=options.path)
         print(report)
-        return 0 if report.passed else 1
+        return 0 if report.passed else 1  # nothing checked is no pass either
     if options.mode == "grads":
         grads = precision.check_grads(fn, *args, seed=options.seed, rtol=options.rtol, atol=options.atol)
         print(grads)

@@ -380,3 +380,21 @@ def test_static_argnums_and_bad_input():
         check_ops(lambda x, cfg: x * 2.0, X, {"mode": "fast"})
     with pytest.raises(TypeError, match="^check_ops: fn cannot be traced with argument 1 \\(10\\) as an array .*static_argnums=\\(1,\\)$"):
         check_ops(lambda x, n: jnp.sum(x.reshape(n, -1), 0), X, 10)
+
+
+def test_nothing_checked_is_not_a_pass():
+    big = jnp.ones((2**21,), jnp.float32)
+    report = check_ops(lambda x: x * 2.0, big)
+    assert report.checked == 0 and report.skipped >= 1
+    assert not report.passed
+    assert "nothing was checked: not a pass" in str(report)
+    assert check_ops(lambda x: x + 1, jnp.arange(3)).passed is False  # integers only: nothing to check
+    assert check_ops(lambda x: x * 2.0, jnp.ones(3)).passed
+
+
+def test_numpy_bfloat16_inputs_are_numbers():
+    import ml_dtypes
+
+    x = np.linspace(-2, 2, 16).astype(ml_dtypes.bfloat16)
+    report = check_ops(lambda a: (a * 2).astype(jnp.float32), x)
+    assert report.checked == 2 and report.passed

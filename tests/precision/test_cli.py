@@ -69,3 +69,10 @@ def test_bad_specs_exit_2_with_one_line(project, capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bfloat16_shapes_and_nothing_checked(project, capsys):
+    assert main(["model:loss", "--shape", "64,100:bfloat16"]) == 0
+    assert "bfloat16[64, 100]" in capsys.readouterr().out
+    assert main(["model:shifted", "--shape", "2097152"]) == 1  # 2**21 elements: every op skipped
+    assert "nothing was checked: not a pass" in capsys.readouterr().out
