@@ -9,7 +9,7 @@
 
 from jaxguard.precision._assert_close import assert_close
 from jaxguard.precision._checking import PrecisionWarning, checking
-from jaxguard.precision._divergence import Divergence, divergence
+from jaxguard.precision._divergence import Divergence, OutputDivergence, divergence
 from jaxguard.precision._grads import GradReport, Probe, check_grads
 from jaxguard.precision._ops import OpsReport, Record, check_ops
 from jaxguard.precision._tolerance import default_tolerance
@@ -18,6 +18,7 @@ __all__ = [
     "Divergence",
     "GradReport",
     "OpsReport",
+    "OutputDivergence",
     "PrecisionWarning",
     "Probe",
     "Record",

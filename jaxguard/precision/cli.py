@@ -110,5 +110,6 @@ def _report(options, fn, args) -> int:
         grads = precision.check_grads(fn, *args, seed=options.seed, rtol=options.rtol, atol=options.atol)
         print(grads)
         return 0 if grads.passed else 1
-    print(precision.divergence(fn, *args))
-    return 0
+    report = precision.divergence(fn, *args, rtol=options.rtol, atol=options.atol)
+    print(report)
+    return 0 if report.passed else 1

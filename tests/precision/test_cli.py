@@ -48,8 +48,10 @@ def test_ops_report_with_failure_and_log(project, capsys):
 def test_grads_and_divergence_modes(project, capsys):
     assert main(["model:loss", "--shape", "5,5", "--mode", "grads"]) == 0
     assert "probes passed" in capsys.readouterr().out
-    assert main(["model:shifted", "--shape", "4:float32", "--mode", "divergence"]) == 0
+    # (x + 1e8) - 1e8 loses x op by op: beyond float32's tolerance, so the mode fails
+    assert main(["model:shifted", "--shape", "4:float32", "--mode", "divergence"]) == 1
     assert "compilation" in capsys.readouterr().out
+    assert main(["model:loss", "--shape", "4:float32", "--mode", "divergence"]) == 0
 
 
 @pytest.mark.parametrize(
@@ -76,3 +78,9 @@ def test_bfloat16_shapes_and_nothing_checked(project, capsys):
     assert "bfloat16[64, 100]" in capsys.readouterr().out
     assert main(["model:shifted", "--shape", "2097152"]) == 1  # 2**21 elements: every op skipped
     assert "nothing was checked: not a pass" in capsys.readouterr().out
+
+
+def test_divergence_mode_fails_on_an_output_beyond_tolerance(project, capsys):
+    assert main(["model:shifted", "--shape", "16", "--mode", "divergence"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED: output(s) [0]" in out

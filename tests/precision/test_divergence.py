@@ -74,3 +74,31 @@ def test_static_argnums_and_bad_input():
         divergence(lambda v, n: jnp.zeros(n) + v[0], x, 5)
     with pytest.raises(ValueError, match="^divergence: static_argnums 3 is not one of the 2 positional argument"):
         divergence(lambda v, n: v, x, 5, static_argnums=3)
+
+
+def test_each_output_has_its_own_figures_and_verdict():
+    # output 0 is exact everywhere; output 1 is lost op by op and rewritten away by XLA
+    x = jnp.asarray(RNG.standard_normal(16), jnp.float32)
+    d = divergence(lambda v: (v * 1e4, (v + 1e4) - 1e4), x)
+    first, second = d.outputs
+    assert (first.path, second.path) == ("[0]", "[1]")
+    assert first.passed and first.verdict.startswith("jit and op-by-op agree bit for bit")
+    assert second.verdict.startswith("compilation helps")  # not pooled into "equally far"
+    assert not second.passed and second.tolerance_ratio > 1
+    assert not d.passed and "FAILED: output(s) [1]" in str(d)
+
+
+def test_an_infinite_error_fails_and_a_correct_program_passes():
+    assert not divergence(lambda v: v * 1e38 * 10.0, jnp.ones(3, jnp.float32)).passed
+    d = divergence(lambda v: {"loss": jnp.sum(v ** 2)}, jnp.ones(8, jnp.float32))
+    assert d.passed and d.outputs[0].path == "['loss']"
+    loose = divergence(lambda v: (v + 1e4) - 1e4, jnp.full(4, 0.3, jnp.float32), rtol=1.0, atol=1.0)
+    assert loose.passed
+
+
+def test_the_worst_element_is_named():
+    v = jnp.asarray([1.0, 2.0, 1000.123, 3.0], jnp.float32)  # only 1000.123 is not a bfloat16
+    (output,) = divergence(lambda x: x.astype(jnp.bfloat16).astype(jnp.float32), v).outputs
+    assert output.worst_index == (2,)
+    assert 0.1 < output.jit_vs_f64 < 0.13 and 1e-4 < output.jit_relative < 1.3e-4
+    assert not output.passed  # float32 output: bfloat16 rounding is beyond float32's tolerance
