@@ -357,7 +357,7 @@ class _Instrumenter:
                     local = apply_wide(eqn, [widen(x) for x in win])
                 # Like assert_close on mixed dtypes, the loosest of inputs and output: an
                 # upcast from float16 must not be held to float32's tolerance.
-                tol = tolerance(aval.dtype, *float_in_dtypes, rtol=self.rtol, atol=self.atol)
+                tol = tolerance(aval.dtype, *float_in_dtypes, rtol=self.rtol, atol=self.atol, rounding_floor=True)
                 vec = _float_stats(w, s, None if local is sout else local[k], tol, self.common) + [0]
                 origins.append((self._add(eqn, k, merged, *tol, vec),))
             else:
@@ -479,6 +479,8 @@ def _compile(inputs, rtol, atol, max_checks, max_numel):
 
 def _cache_key(fn, leaves, *settings):
     avals = tuple((x.shape, str(x.dtype), getattr(x, "weak_type", False)) for x in leaves)
+    # tolerances by dtype ({jnp.bfloat16: 1e-2}) as sorted pairs
+    settings = tuple(tuple(sorted((str(k), v) for k, v in s.items())) if isinstance(s, dict) else s for s in settings)
     key = (fn, avals, settings)
     try:
         hash(key)

@@ -247,3 +247,18 @@ def test_torch_tensors():
     assert_close(x.to(torch.bfloat16), x.to(torch.bfloat16))
     with pytest.raises(AssertionError):
         assert_close(x, x + 1)
+
+
+def test_tolerances_by_dtype_leave_the_other_dtypes_at_their_defaults():
+    import ml_dtypes
+
+    x = np.linspace(0.1, 1.0, 64).astype(np.float32)
+    as_bf16 = x.astype(ml_dtypes.bfloat16)
+    tight = {"float32": 1e-7, np.float64: 1e-12}
+    # bfloat16 is not named: it keeps its default (a correct rounding passes)
+    assert_close(as_bf16, as_bf16.astype(np.float32).astype(ml_dtypes.bfloat16), rtol=tight, atol=tight)
+    assert_close({"w": as_bf16, "b": x}, {"w": as_bf16, "b": x + 1e-8}, rtol=tight, atol=tight, check_dtype=False)
+    with pytest.raises(AssertionError, match="up to 1e-07 allowed"):
+        assert_close(x, x * (1 + 1e-6), rtol=tight, atol=tight)
+    with pytest.raises(ValueError, match="pass both rtol and atol"):
+        assert_close(x, x, rtol=tight)

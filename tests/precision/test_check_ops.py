@@ -398,3 +398,15 @@ def test_numpy_bfloat16_inputs_are_numbers():
     x = np.linspace(-2, 2, 16).astype(ml_dtypes.bfloat16)
     report = check_ops(lambda a: (a * 2).astype(jnp.float32), x)
     assert report.checked == 2 and report.passed
+
+
+def test_a_tight_override_keeps_a_correct_bfloat16_cast_passing():
+    x = jnp.asarray(np.random.default_rng(0).standard_normal(256), jnp.float32)
+    cast = check_ops(lambda v: v.astype(jnp.bfloat16), x, rtol=1e-4, atol=1e-5)
+    assert cast.passed, str(cast)
+    # the override still holds float32 ops to it
+    shifted = check_ops(lambda v: (v + 1e3) - 1e3, x, rtol=1e-4, atol=1e-5)
+    assert not shifted.passed
+    # by dtype: bfloat16 named, float32 at its default
+    by_dtype = check_ops(lambda v: v.astype(jnp.bfloat16), x, rtol={jnp.bfloat16: 1e-2}, atol={jnp.bfloat16: 1e-3})
+    assert by_dtype.passed
