@@ -60,13 +60,51 @@ def _exact_integers(x):
     return x.astype(np.int64)
 
 
+def _fmt_value(x) -> str:
+    value = x.item() if hasattr(x, "item") else x
+    if isinstance(value, float):
+        return repr(value) if len(repr(value)) <= 12 else f"{value:.8g}"
+    return repr(value) if isinstance(value, (bool, int)) else str(value)
+
+
+def _short(value, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _fmt_number(x) -> str:
     # An exact integer difference prints in full (2**62 + 1 - 2**62 is 1, not 0).
     return str(x) if isinstance(x, (int, np.integer)) else f"{x:.6g}"
 
 
+def _is_key(x) -> bool:
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def _is_number_like(x) -> bool:
+    if _is_torch_tensor(x) or isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex)):
+        return True
+    return False
+
+
 def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_dtype):
     """Return None if close, else the lines of a failure message."""
+    if _is_key(actual) or _is_key(expected):
+        # typed PRNG keys: the same key has the same key data, bit for bit
+        if not (_is_key(actual) and _is_key(expected)):
+            return [f"A PRNG key is compared with a {type(expected if _is_key(actual) else actual).__name__}."]
+        if jax.random.key_impl(actual) != jax.random.key_impl(expected):
+            return [f"The PRNG key implementations do not match: {jax.random.key_impl(actual)} != {jax.random.key_impl(expected)}."]
+        actual, expected = jax.random.key_data(actual), jax.random.key_data(expected)
+        rtol = atol = 0
+    elif not (_is_number_like(actual) and _is_number_like(expected)):
+        # strings, None and other objects: equal or not, as Python says
+        if type(actual) is not type(expected) and not (_is_number_like(actual) or _is_number_like(expected)):
+            return [f"The types do not match: {type(actual).__name__} != {type(expected).__name__}."]
+        if actual == expected:
+            return None
+        return [f"The values are not equal: {_short(actual)} != {_short(expected)}."]
     a, e = _to_numpy(actual), _to_numpy(expected)
     if a.shape != e.shape:
         return [f"The values for attribute 'shape' do not match: {a.shape} != {e.shape}."]
@@ -103,6 +141,14 @@ def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_dtype):
     kind = "Tensor-likes" if a.ndim else "Scalars"
     # Like torch: with no tolerance at all the values must be equal, and nothing is "allowed".
     exact = rtol == 0 and atol == 0
+    if not a.ndim:
+        return [
+            f"Scalars are not {'equal' if exact else 'close'}!",
+            "",
+            f"Expected {_fmt_value(e)} but got {_fmt_value(a)}.",
+            f"Absolute difference: {_fmt_number(flat_abs[0])}" + ("" if exact else f" (up to {atol:g} allowed)"),
+            f"Relative difference: {flat_rel[0]:.6g}" + ("" if exact else f" (up to {rtol:g} allowed)"),
+        ]
     return [
         f"{kind} are not {'equal' if exact else 'close'}!",
         "",
@@ -125,9 +171,8 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, che
     actual_leaves, actual_def = _leaves_with_paths(actual)
     expected_leaves, expected_def = _leaves_with_paths(expected)
     if actual_def != expected_def:
-        raise AssertionError(
-            _with_msg(msg, [f"The pytree structures do not match:\n  actual:   {actual_def}\n  expected: {expected_def}"])
-        )
+        raise AssertionError(_with_msg(msg, ["The pytree structures do not match: " + _structure_difference(
+            _lists_as_tuples(actual), _lists_as_tuples(expected), actual_def, expected_def)]))
     for (path, a), (_, e) in zip(actual_leaves, expected_leaves):
         lines = _compare_leaf(a, e, rtol, atol, equal_nan, check_dtype)
         if lines is not None:
@@ -136,6 +181,52 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, che
             raise AssertionError(_with_msg(msg, lines))
 
 
+def _structure_difference(actual, expected, actual_def, expected_def, path: str = "", depth: int = 0) -> str:
+    """Where two pytrees first differ, by path (the missing or extra key, the sequence of
+    another length), not a dump of both tree definitions."""
+    if isinstance(actual, dict) and isinstance(expected, dict):
+        missing = [k for k in expected if k not in actual]
+        extra = [k for k in actual if k not in expected]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append("missing " + ", ".join(f"{path}[{k!r}]" for k in missing[:5]))
+            if extra:
+                parts.append("unexpected " + ", ".join(f"{path}[{k!r}]" for k in extra[:5]))
+            return "; ".join(parts) + " in actual."
+        for key in expected:
+            found = _structure_difference(actual[key], expected[key], None, None, f"{path}[{key!r}]", depth + 1)
+            if found:
+                return found
+        return "" if depth else _treedef_fallback(actual_def, expected_def)
+    if isinstance(actual, tuple) and isinstance(expected, tuple) and type(actual) is type(expected):
+        if len(actual) != len(expected):
+            return f"{path or 'the sequence'} has {len(actual)} items in actual, {len(expected)} expected."
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            found = _structure_difference(a, e, None, None, f"{path}[{i}]", depth + 1)
+            if found:
+                return found
+        return "" if depth else _treedef_fallback(actual_def, expected_def)
+    a_def, e_def = jax.tree_util.tree_structure(actual), jax.tree_util.tree_structure(expected)
+    if a_def != e_def:
+        return (f"{path or 'the tree'} is {_kind(actual)} in actual, {_kind(expected)} expected.")
+    return "" if depth else _treedef_fallback(actual_def, expected_def)
+
+
+def _kind(value) -> str:
+    if isinstance(value, dict):
+        return f"a dict with keys {_short(list(value))}"
+    if isinstance(value, tuple):
+        return f"a sequence of {len(value)}"
+    return f"a {type(value).__name__}"
+
+
+def _treedef_fallback(actual_def, expected_def) -> str:
+    return f"\n  actual:   {_short(actual_def, 300)}\n  expected: {_short(expected_def, 300)}"
+
+
 def _with_msg(msg, lines) -> str:
     text = "\n".join(lines)
+    if callable(msg):  # torch: msg(generated message) -> the message
+        return str(msg(text))
     return f"{msg}\n\n{text}" if msg else text

@@ -262,3 +262,33 @@ def test_tolerances_by_dtype_leave_the_other_dtypes_at_their_defaults():
         assert_close(x, x * (1 + 1e-6), rtol=tight, atol=tight)
     with pytest.raises(ValueError, match="pass both rtol and atol"):
         assert_close(x, x, rtol=tight)
+
+
+def test_keys_strings_and_callable_messages():
+    key = jax.random.key(0)
+    assert_close({"key": key, "name": "mlp"}, {"key": jax.random.key(0), "name": "mlp"})
+    with pytest.raises(AssertionError, match="Tensor-likes are not equal|Scalars are not equal"):
+        assert_close(key, jax.random.key(1))
+    with pytest.raises(AssertionError, match="The values are not equal: 'mlp' != 'cnn'.\nThe failure occurred for item \\['name'\\]"):
+        assert_close({"name": "mlp"}, {"name": "cnn"})
+    with pytest.raises(AssertionError, match="^checked layer: Scalars are not close!"):
+        assert_close(1.0, 2.0, msg=lambda generated: f"checked layer: {generated}")
+
+
+def test_scalar_messages_say_expected_and_got():
+    with pytest.raises(AssertionError) as info:
+        assert_close(1.5, 1.0)
+    assert str(info.value).splitlines()[:3] == ["Scalars are not close!", "", "Expected 1.0 but got 1.5."]
+    assert "Absolute difference: 0.5 (up to 1e-07 allowed)" in str(info.value)  # Python floats are float64
+
+
+def test_a_missing_key_in_a_deep_tree_is_named_briefly():
+    expected = {"layers": [{"w": np.ones(2), "b": np.zeros(2)} for _ in range(48)]}
+    actual = {"layers": [dict(layer) for layer in expected["layers"]]}
+    del actual["layers"][47]["b"]
+    with pytest.raises(AssertionError) as info:
+        assert_close(actual, expected)
+    text = str(info.value)
+    assert text == "The pytree structures do not match: missing ['layers'][47]['b'] in actual."
+    with pytest.raises(AssertionError, match="\\['layers'\\] has 47 items in actual, 48 expected."):
+        assert_close({"layers": actual["layers"][:47]}, expected)
