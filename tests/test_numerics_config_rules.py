@@ -485,6 +485,12 @@ def test_finite_difference_positional_step_and_x64():
     assert "JG906" not in ours(with_float64)
 
 
+def test_finite_difference_advice_names_a_check_that_works_in_float32():
+    source = "import jax.numpy as jnp\ndef d(f, x):\n    return (f(x + 1e-5) - f(x)) / 1e-5\n"
+    (message,) = [d.message for d in lint_source(clean(source), "example.py", LintSettings(frozenset(all_rules()))).diagnostics if d.code == "JG906"]
+    assert "jaxguard.precision.check_grads" in message and "jax.test_util" not in message
+
+
 def test_unstable_numerics_says_which_trouble_it_is():
     from tests.helpers import lint
 

@@ -1085,13 +1085,18 @@ class LowPrecisionFiniteDifference(Rule):
     code = "JG906"
     name = "low-precision-finite-difference"
     summary = "A float32 finite difference with a small step: round-off swamps the difference"
-    message = "finite difference with step {eps} in float32: round-off (~1e-7 relative) swamps the difference; use jax.grad, jax.test_util.check_grads, or enable x64"
+    message = "finite difference with step {eps} in float32: round-off (~1e-7 relative) swamps the difference; use jax.grad, jaxguard.precision.check_grads (which re-evaluates in float64), or enable x64"
     default_on = False
     fix_kind = "suggest"
     what = """
         Flags a forward or central difference `(f(x + eps) - f(x)) / eps`,
-        `(f(x + eps) - f(x - eps)) / (2 * eps)` whose step `eps` is a literal (or a name bound
-        to one) below 1e-2, in a module that uses JAX and never enables x64.
+        `(f(x + eps) - f(x - eps)) / (2 * eps)`, the half-step form
+        `(f(x + eps/2) - f(x - eps/2)) / eps`, a directional one `(f(x + eps * v) - f(x)) / eps`,
+        and the same with the evaluations bound to names first (`(bumped - base) / eps`),
+        whose step `eps` is a literal (or a name bound to one) below 1e-2, in a module that uses
+        JAX and never enables x64. `jax.test_util.check_grads` itself differences in the
+        working dtype (it fails such float32 checks too); `jaxguard.precision.check_grads`
+        re-evaluates the function in float64 for its numerical side.
     """
     why = """
         In float32, `f(x + eps) - f(x)` has an absolute round-off error of about
@@ -1120,6 +1125,16 @@ class LowPrecisionFiniteDifference(Rule):
         "        return (self.loss(params + h) - self.loss(params)) / h\n",
         "import jax.numpy as jnp\ndef make_fd(f):\n    def fd(x):\n        return (f(x + 1e-4) - f(x)) / 1e-4\n    return fd\n",
         "import jax\ndef fd(f, x, eps=1e-4):\n    return (f(x + eps) - f(x)) / eps\n",
+        # the seed's check written with named evaluations
+        "import jax.numpy as jnp\ndef check(loss, w):\n    eps = 1e-4\n    base = loss(w)\n"
+        "    bumped = loss(w + eps)\n    return (bumped - base) / eps\n",
+        # half-step central difference, and a directional one
+        "import jax\ndef d(f, x, h=1e-3):\n    return (f(x + h / 2) - f(x - h / 2)) / h\n",
+        "import jax\ndef jvp_fd(f, x, v, eps=1e-4):\n    return (f(x + eps * v) - f(x)) / eps\n",
+        # the seed's own grad check: one element bumped, the loss evaluated again
+        "import jax\ndef grad_check(model, data, loss_fn, i, j, eps=1e-3):\n"
+        "    loss_original = loss_fn(model(data))\n    data_copy = data.at[i, j].add(eps)\n"
+        "    loss_ptb = loss_fn(model(data_copy))\n    return (loss_ptb - loss_original) / eps\n",
     )
     valid = (
         "import jax.numpy as jnp\ndef d(f, x):\n    return (f(x + 0.1) - f(x)) / 0.1\n",
@@ -1127,6 +1142,10 @@ class LowPrecisionFiniteDifference(Rule):
         "import jax\njax.config.update('jax_enable_x64', True)\ndef d(f, x):\n    return (f(x + 1e-6) - f(x)) / 1e-6\n",
         "import jax.numpy as jnp\ndef d(f, x):\n    return (f(x + 1e-6) - g(x)) / 1e-6\n",
         "import jax.numpy as jnp\ndef rate(a, b, dt):\n    return (a - b) / 1e-3\n",
+        # names bound to calls of other functions, or more than once: not one function's difference
+        "import jax.numpy as jnp\ndef d(f, g, x):\n    a = f(x + 1e-4)\n    b = g(x)\n    return (a - b) / 1e-4\n",
+        # a directional step whose scale is not the divisor
+        "import jax\ndef d(f, x, v):\n    return (f(x + 1e-4 * v) - f(x)) / 2.0\n",
     )
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
@@ -1135,8 +1154,9 @@ class LowPrecisionFiniteDifference(Rule):
         difference = node.left
         if not (isinstance(difference, cst.BinaryOperation) and isinstance(difference.operator, cst.Subtract)):
             return
-        plus, other = difference.left, difference.right
-        if not (isinstance(plus, cst.Call) and isinstance(other, cst.Call)):
+        # the two evaluations, written inline or bound to names first (`bumped - base`)
+        plus, other = self._evaluation(difference.left), self._evaluation(difference.right)
+        if plus is None or other is None:
             return
         ctx = self.ctx
         if ctx.code(plus.func).strip() != ctx.code(other.func).strip():
@@ -1145,27 +1165,30 @@ class LowPrecisionFiniteDifference(Rule):
             return
         shifted, base = plus.args[0].value, other.args[0].value
         if not (isinstance(shifted, cst.BinaryOperation) and isinstance(shifted.operator, cst.Add)):
+            # the seed's check: one element bumped first (`data.at[i, j].add(eps)`), then the
+            # same function on the bumped copy, divided by the same step
+            eps = node.right if self._perturbed_by(shifted, _code(ctx, node.right), 0) else None
+            self._report_step(node, eps)
             return
-        x_code = ctx.code(shifted.left).strip()
+        x_code = _code(ctx, shifted.left)
         step = shifted.right
-        step_code = ctx.code(step).strip()
-        base_code = ctx.code(base).strip()
-        central = False
-        if base_code != x_code:
-            if not (
-                isinstance(base, cst.BinaryOperation)
-                and isinstance(base.operator, cst.Subtract)
-                and ctx.code(base.left).strip() == x_code
-                and ctx.code(base.right).strip() == step_code
-            ):
-                return
-            central = True
-        divisor = node.right
-        divisor_code = ctx.code(divisor).strip().strip("()").replace(" ", "")
-        expected = {step_code.replace(" ", "")} | ({f"2*{step_code}", f"{step_code}*2", f"2.0*{step_code}"} if central else set())
-        if divisor_code not in {e.replace(" ", "") for e in expected}:
+        divisor = _code(ctx, node.right)
+        if _code(ctx, base) == x_code:
+            eps = self._forward_step(step, divisor)
+        elif (
+            isinstance(base, cst.BinaryOperation)
+            and isinstance(base.operator, cst.Subtract)
+            and _code(ctx, base.left) == x_code
+            and _code(ctx, base.right) == _code(ctx, step)
+        ):
+            eps = self._central_step(step, divisor)
+        else:
             return
-        value = self._step_value(step)
+        self._report_step(node, eps)
+
+    def _report_step(self, node: cst.BinaryOperation, eps: cst.BaseExpression | None) -> None:
+        ctx = self.ctx
+        value = self._step_value(eps) if eps is not None else None
         if value is None or not (0 < value < 1e-2):
             return
         if "jax" not in ctx.source or module_x64_aware(ctx):
@@ -1173,7 +1196,59 @@ class LowPrecisionFiniteDifference(Rule):
         outer = ctx.statement_stack[0] if ctx.statement_stack else None
         if outer is not None and "float64" in ctx.code(outer):
             return  # the function works in float64 itself
-        self.report(node, self.message.format(eps=step_code))
+        self.report(node, self.message.format(eps=ctx.code(eps).strip()))
+
+    def _evaluation(self, node: cst.BaseExpression) -> cst.Call | None:
+        """`f(x + eps)`, or a name bound once in this scope to such a call."""
+        if isinstance(node, cst.Call):
+            return node
+        if isinstance(node, cst.Name):
+            owner = self.ctx.scope.lookup(node.value)
+            values = owner.values.get(node.value, []) if owner is not None else []
+            if len(values) == 1 and isinstance(values[0], cst.Call):
+                return values[0]
+        return None
+
+    def _perturbed_by(self, node: cst.BaseExpression, step: str, depth: int) -> bool:
+        """Is `node` the step added to something: `x.at[i].add(eps)`, `x + eps`, or a name
+        bound once to such a value (`data_copy = data.at[i, j].add(eps)`)?"""
+        if depth > 2:
+            return False
+        if isinstance(node, cst.Name):
+            owner = self.ctx.scope.lookup(node.value)
+            values = owner.values.get(node.value, []) if owner is not None else []
+            return len(values) == 1 and values[0] is not None and self._perturbed_by(values[0], step, depth + 1)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "add":
+            return any(_code(self.ctx, arg.value) == step for arg in node.args)
+        if isinstance(node, cst.Call) and node.args:  # `model(data_copy)`: the bumped input inside
+            return any(self._perturbed_by(arg.value, step, depth + 1) for arg in node.args)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            return _code(self.ctx, node.right) == step or _code(self.ctx, node.left) == step
+        return False
+
+    def _forward_step(self, step: cst.BaseExpression, divisor: str) -> cst.BaseExpression | None:
+        """The step size of `(f(x + s) - f(x)) / d`: s itself, or `eps` of a directional
+        `s = eps * v` (then d is eps)."""
+        for candidate in _step_factors(step):
+            if _code(self.ctx, candidate) == divisor:
+                return candidate
+        return None
+
+    def _central_step(self, step: cst.BaseExpression, divisor: str) -> cst.BaseExpression | None:
+        """The step size of `(f(x + s) - f(x - s)) / d`: d is 2s (or 2 eps for s = eps * v),
+        or s is the half-step d / 2."""
+        for candidate in _step_factors(step):
+            code = _code(self.ctx, candidate)
+            if divisor in (f"2*{code}", f"{code}*2", f"2.0*{code}", f"{code}*2.0"):
+                return candidate
+        if isinstance(step, cst.BinaryOperation) and isinstance(step.operator, cst.Divide):
+            if _literal_float(step.right) == 2.0 and _code(self.ctx, step.left) == divisor:
+                return step.left  # `(f(x + h/2) - f(x - h/2)) / h`
+        if isinstance(step, cst.BinaryOperation) and isinstance(step.operator, cst.Multiply):
+            for half, other in ((step.left, step.right), (step.right, step.left)):
+                if _literal_float(half) == 0.5 and _code(self.ctx, other) == divisor:
+                    return other
+        return None
 
     def _step_value(self, step: cst.BaseExpression) -> float | None:
         value = _literal_float(step)
@@ -1192,3 +1267,16 @@ class LowPrecisionFiniteDifference(Rule):
                         return _literal_float(param.default)  # `def fd(f, x, eps=1e-4)`
         return None
 
+
+
+def _code(ctx, node: cst.BaseExpression) -> str:
+    """An expression's code without spaces or outer parentheses, to compare forms."""
+    return ctx.code(node).strip().strip("()").replace(" ", "")
+
+
+def _step_factors(step: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The step, and for a product `eps * v` its factors (a directional step's scale)."""
+    factors = [step]
+    if isinstance(step, cst.BinaryOperation) and isinstance(step.operator, cst.Multiply):
+        factors += [step.left, step.right]
+    return factors
