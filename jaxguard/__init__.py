@@ -18,6 +18,8 @@ _LAZY = {
     "KeyReuseError": "jaxguard.runtime",
     "RecompileWarning": "jaxguard.runtime",
     "LibraryGuardWarning": "jaxguard.runtime",
+    "GuardWarning": "jaxguard.runtime",
+    "GuardCoverageWarning": "jaxguard.runtime",
     "assert_close": "jaxguard.precision",
     "check_ops": "jaxguard.precision",
     "check_grads": "jaxguard.precision",

@@ -6,7 +6,9 @@ jax on first use. Keeping this package light matters because pytest imports
 """
 
 from jaxguard.runtime.errors import (
+    GuardCoverageWarning,
     GuardError,
+    GuardWarning,
     InfError,
     KeyReuseError,
     LibraryGuardWarning,
@@ -16,7 +18,9 @@ from jaxguard.runtime.errors import (
 )
 
 __all__ = [
+    "GuardCoverageWarning",
     "GuardError",
+    "GuardWarning",
     "InfError",
     "KeyReuseError",
     "LibraryGuardWarning",

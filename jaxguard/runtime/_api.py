@@ -12,7 +12,7 @@ from jax._src import core
 
 from jaxguard.runtime import checks, eager, jitwrap, keys, recompile
 from jaxguard.runtime import errors as errors_module
-from jaxguard.runtime.errors import _is_library_file, warn_at_user
+from jaxguard.runtime.errors import GuardCoverageWarning, _is_library_file, warn_at_user
 
 _TRANSFER_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 _RANK_PROMOTION = ("allow", "warn", "raise")
@@ -86,7 +86,7 @@ def _warn_late(options: dict, *, check_existing_jits: bool) -> None:
         warn_at_user("jaxguard.enable() was called inside a jit/vmap/grad trace: the "
                      "function being traced now is not guarded; only functions jitted "
                      f"after this call are.{x64} Call enable() once at program start, "
-                     "or use `jaxguard run script.py`.", RuntimeWarning)
+                     "or use `jaxguard run script.py`.", GuardCoverageWarning)
         return
     if not check_existing_jits:
         return
@@ -96,7 +96,7 @@ def _warn_late(options: dict, *, check_existing_jits: bool) -> None:
         warn_at_user(f"jaxguard.enable() was called after {len(names)} function(s) were "
                      f"already wrapped with jax.jit ({shown}): those run without NaN, "
                      "out-of-bounds and recompile guards. Call enable() before importing "
-                     "your model code, or use `jaxguard run script.py`.", RuntimeWarning)
+                     "your model code, or use `jaxguard run script.py`.", GuardCoverageWarning)
 
 
 def _user_jits_created_before() -> list[str]:

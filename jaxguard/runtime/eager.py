@@ -42,7 +42,7 @@ from jax._src.core import config_ext
 from jax._src.numpy import array_methods
 
 from jaxguard.runtime import checks
-from jaxguard.runtime.errors import format_where, user_frame_here
+from jaxguard.runtime.errors import OutOfBoundsError, format_where, raise_unless_in_library, user_frame_here
 
 _JAX_DIR = os.path.join(os.path.dirname(os.path.abspath(jax.__file__)), "")  # with the "/"
 _local = threading.local()  # .busy: inside a hook (its own ops are not checked again)
@@ -238,6 +238,8 @@ def _process_primitive(self, primitive, args, params, /):
         _local.busy = True
         try:
             checks.check_index_op_on_host(primitive, args, params, checks.python_frames(2))
+        except OutOfBoundsError as error:
+            raise_unless_in_library(error)
         finally:
             _local.busy = False
     out = original(self, primitive, args, params)
@@ -358,7 +360,7 @@ def _check_bounds(jaxpr, args_flat) -> None:
             return
     exc = err.get_exception()
     if exc is not None:
-        raise checks.to_guard_error(exc) from None
+        raise_unless_in_library(checks.to_guard_error(exc))
 
 
 @functools.lru_cache(maxsize=256)

@@ -48,14 +48,26 @@ class KeyReuseError(GuardError):
     """A PRNG key was consumed twice."""
 
 
-class LibraryGuardWarning(UserWarning):
+class GuardWarning(UserWarning):
+    """Base class of jaxguard's runtime warnings: findings that do not stop the program
+    (recompilations, alarms inside installed packages) and notes on what could not be
+    checked. Under `pytest --jaxguard` they are shown, not turned into errors by a project's
+    `filterwarnings = error` (`-W error::jaxguard.GuardWarning` does that)."""
+
+
+class GuardCoverageWarning(GuardWarning):
+    """Part of the program runs with fewer checks than asked (a transformation the checks
+    cannot go through, a function jitted before `enable()`)."""
+
+
+class LibraryGuardWarning(GuardWarning):
     """A key reuse or out-of-bounds access found inside an installed package, which the
     `libraries` option of `enable()` turns into this warning rather than an error (the
     default: the package's authors, not you, can fix it). `libraries="raise"` makes it an
     error again."""
 
 
-class RecompileWarning(UserWarning):
+class RecompileWarning(GuardWarning):
     """One function was traced (and compiled) more often than `recompiles` allows."""
 
 
@@ -137,6 +149,33 @@ def installed_package(filename: str | None) -> str | None:
             top = rest.replace("\\", "/").split("/", 1)[0]
             return top[:-3] if top.endswith(".py") else top
     return None
+
+
+_warned_in_libraries: set[str] = set()
+
+
+def library_site(error: GuardError) -> str | None:
+    """The installed package an out-of-bounds error's site lies in, if its policy is to warn."""
+    if not isinstance(error, OutOfBoundsError):
+        return None
+    filename = error.where.rsplit(":", 1)[0] if error.where else None
+    package = installed_package(os.path.abspath(filename)) if filename else None
+    return package if package is not None and warns_for({package}) else None
+
+
+def raise_unless_in_library(error: GuardError) -> None:
+    """Raise `error`; an out-of-bounds access inside an installed package whose policy is to
+    warn (equinox's checkpointed loop reads a clamped, discarded index) is the package's to
+    fix: a LibraryGuardWarning at the user's own call that led there instead."""
+    __tracebackhide__ = True  # pytest: the error shows the user's frames, not this one
+    package = library_site(error)
+    if package is None:
+        raise error
+    if str(error) in _warned_in_libraries:
+        return  # one access seen by two checks (the host's and the library jit's): said once
+    _warned_in_libraries.add(str(error))
+    warn_at_own_code(f"{error} (Inside {package}, not your code: "
+                     f"jaxguard.enable(libraries='raise') makes this an error.)", LibraryGuardWarning)
 
 
 def warns_for(packages) -> bool:

@@ -27,17 +27,14 @@ from jax._src.interpreters import partial_eval as pe
 
 from jaxguard.runtime import checks, keys, recompile
 from jaxguard.runtime.errors import (
-    warnings_at_caller,
+    GuardCoverageWarning,
     GuardError,
     InfError,
-    LibraryGuardWarning,
     NaNError,
-    OutOfBoundsError,
     format_where,
-    installed_package,
-    warn_at_own_code,
+    raise_unless_in_library,
     warn_at_user,
-    warns_for,
+    warnings_at_caller,
 )
 
 # Set by enable()/disable(). Twins read them at call time, so a function jitted under one
@@ -180,7 +177,7 @@ class GuardedPjitFunction:
                     warn_at_user(f"jaxguard could not add on-device checks to "
                                  f"{self._name()}() ({type(exc).__name__}: "
                                  f"{str(exc).splitlines()[0][:120]}); it runs with its "
-                                 f"outputs checked for NaN only.", RuntimeWarning)
+                                 f"outputs checked for NaN only.", GuardCoverageWarning)
         # Outside checkify: jaxguard's own reductions are not the user's ops.
         if locating:
             # A NaN/Inf an op made counts only if one reached an output, not just any
@@ -246,7 +243,7 @@ class GuardedPjitFunction:
                 self._unchecked_under_transforms = True
                 warn_at_user(f"jaxguard could not differentiate the checked version of {self._name()}() "
                              f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]}); under this "
-                             f"transformation it runs unchecked.", RuntimeWarning)
+                             f"transformation it runs unchecked.", GuardCoverageWarning)
             return out
         try:
             alarmed = int(alarm)  # the one device-to-host read per call
@@ -286,13 +283,7 @@ class GuardedPjitFunction:
         guard_error = checks.to_guard_error(exc)
         if guard_error is None:
             raise exc
-        if isinstance(guard_error, OutOfBoundsError) and _in_installed_package(guard_error):
-            # an access inside a library (equinox's checkpointed loop reads a clamped,
-            # discarded index): the package's to fix; a warning at the user's call
-            warn_at_own_code(f"{guard_error} (Inside {_in_installed_package(guard_error)}, not your code: "
-                             f"jaxguard.enable(libraries='raise') makes this an error.)", LibraryGuardWarning)
-            return
-        raise guard_error from None
+        raise_unless_in_library(guard_error)
 
     def _locate(self, args, kwargs):
         """Run the locating twin (every op checked) on the same arguments. Compiling it can
@@ -345,13 +336,6 @@ _VALUE_ERRORS = frozenset({checks.GuardNaN, checks.GuardInf})
 def _has_tracers(args, kwargs) -> bool:
     """Called under an eager transformation (grad, vjp, linearize): its arguments are tracers."""
     return any(isinstance(leaf, core.Tracer) for leaf in jax.tree_util.tree_leaves((args, kwargs)))
-
-
-def _in_installed_package(error) -> str | None:
-    """The installed package the error's site lies in, if its policy is to warn."""
-    filename = error.where.rsplit(":", 1)[0] if error.where else None
-    package = installed_package(os.path.abspath(filename)) if filename else None
-    return package if package is not None and warns_for({package}) else None
 
 
 def _twin_options(jit_kwargs: dict) -> dict:

@@ -31,6 +31,10 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "jaxguard(**options): run this test with jaxguard's runtime guards "
                    "enabled; options are those of jaxguard.enable()")
+    # jaxguard's warnings (a recompilation, an alarm inside an installed package, a part
+    # left unchecked) are shown, not failed by a project's `filterwarnings = error`: the
+    # guard must not break a passing suite. Later ini lines win; `-W error::...` still does.
+    config.addinivalue_line("filterwarnings", "default::jaxguard.runtime.errors.GuardWarning")
     if config.getoption("jaxguard", default=False):
         runtime = _import_runtime("--jaxguard")
         # What enable() has to say (functions jitted before it, by a conftest's imports) is

@@ -142,7 +142,7 @@ def test_enable_under_a_trace_warns_and_leaves_x64_alone():
     before = _snapshot()
 
     def f(x):
-        with pytest.warns(RuntimeWarning, match="inside a jit/vmap/grad trace.*x64 was left"):
+        with pytest.warns(jaxguard.GuardCoverageWarning, match="inside a jit/vmap/grad trace.*x64 was left"):
             runtime.enable(x64=True)
         return x * 2
 
@@ -157,7 +157,7 @@ def test_enable_under_a_trace_warns_and_leaves_x64_alone():
 def test_enable_after_jitting_user_functions_warns():
     jitted_early = jax.jit(lambda x: x + 1)  # noqa: F841 - must be alive
     try:
-        with pytest.warns(RuntimeWarning, match="already wrapped with jax.jit"):
+        with pytest.warns(jaxguard.GuardCoverageWarning, match="already wrapped with jax.jit"):
             runtime.enable()
     finally:
         runtime.disable()

@@ -25,6 +25,10 @@ def init_model(key):
 @jax.jit
 def read_past_end(x):
     return x[jnp.asarray(x.shape[0])]
+
+def eager_read_past_end(x):
+    # op by op, as under an eager grad: checked on the host
+    return jax.lax.dynamic_slice(x, (jnp.asarray(x.shape[0]),), (1,))
 """
 
 
@@ -36,6 +40,19 @@ def run(tmp_path, body: str) -> subprocess.CompletedProcess:
     script = tmp_path / "user.py"
     script.write_text("import warnings\nimport jax, jax.numpy as jnp\nimport jaxguard\n" + textwrap.dedent(body))
     return subprocess.run([sys.executable, "-W", "always", str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+
+
+def test_a_librarys_eager_out_of_bounds_read_is_a_warning_too(tmp_path):
+    result = run(tmp_path, """
+        jaxguard.enable()
+        import fakelib
+        fakelib.eager_read_past_end(jnp.arange(3.0))
+        print("ran")
+    """)
+    assert "ran" in result.stdout, result.stderr[-1500:]
+    (warning,) = [line for line in result.stderr.splitlines() if "LibraryGuardWarning" in line]
+    assert "user.py:" in warning.split(": Library")[0] and "out of bounds" in warning
+    assert "(Inside fakelib, not your code" in result.stderr
 
 
 def test_a_librarys_alarm_is_a_warning_at_the_users_call(tmp_path):

@@ -40,7 +40,10 @@ def _plugin_args():
     # Installed packages load the plugin through the pytest11 entry point; a source
     # checkout needs -p.
     names = {ep.name for ep in importlib.metadata.entry_points(group="pytest11")}
-    return [] if "jaxguard" in names else ["-p", "jaxguard.runtime.pytest_plugin"]
+    # pytest-asyncio (installed for the language server's tests) warns at configure time in
+    # projects that do not configure it, which `filterwarnings = error` makes fatal: not ours
+    no_asyncio = ["-p", "no:asyncio"] if "asyncio" in names else []
+    return no_asyncio + ([] if "jaxguard" in names else ["-p", "jaxguard.runtime.pytest_plugin"])
 
 
 def _run(pytester, *args):
@@ -120,6 +123,30 @@ def test_recompiles_are_counted_per_test(pytester):
     result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard", "-W",
                                            "error::UserWarning")
     result.assert_outcomes(passed=6)
+
+
+RECOMPILING_TEST = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(x):
+    return x * 2
+
+def test_many_shapes():
+    for n in range(1, 8):  # a test that varies its inputs on purpose
+        f(jnp.ones(n))
+"""
+
+
+def test_a_projects_filterwarnings_error_does_not_fail_tests_on_jaxguards_warnings(pytester):
+    pytester.makepyfile(test_shapes=RECOMPILING_TEST)
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    shown = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard")
+    shown.assert_outcomes(passed=1, warnings=1)
+    assert "RecompileWarning" in shown.stdout.str()
+    strict = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard", "-W", "error::jaxguard.RecompileWarning")
+    strict.assert_outcomes(failed=1)
 
 
 CROWDED_TESTS = """
