@@ -235,16 +235,47 @@ def _max_all(*xs):
     )
 
 
-def _differences(working, reference, rtol, atol):
-    """|working - reference| and its ratio to ``atol + rtol * |reference|`` (above 1 fails)."""
+def _differences(working, reference, rtol, atol, spread=None):
+    """|working - reference| and its ratio to ``atol + rtol * (|reference| + spread)`` (above
+    1 fails). ``spread`` is a reduction's own scale (see `_reduction_spread`): a sum's
+    rounding error grows with what it adds up, not with its (possibly cancelled) result."""
     w = working.astype(reference.dtype)
     both_nan = jnp.isnan(w) & jnp.isnan(reference)
     diff = jnp.where((w == reference) | both_nan, 0.0, jnp.abs(w - reference))
+    scale = jnp.abs(reference) if spread is None else jnp.abs(reference) + spread
     # A NaN difference gives a NaN ratio, which counts as out of tolerance.
-    return diff, jnp.where(diff == 0, 0.0, diff / (atol + rtol * jnp.abs(reference)))
+    return diff, jnp.where(diff == 0, 0.0, diff / (atol + rtol * scale))
 
 
-def _float_stats(working, shadow, local, tol, common):
+# Reductions whose rounding error grows with the number and size of the terms they add.
+_SUMMING = frozenset({P.dot_general_p, P.reduce_sum_p, P.cumsum_p, P.conv_general_dilated_p})
+
+
+def _reduction_spread(eqn, wide_inputs):
+    """For a sum over K terms: sqrt(K) times the same reduction of the terms' magnitudes
+    (`|a| @ |b|` for a matmul), in float64. A float32 dot product's error is about
+    sqrt(K) * eps * sum|a_i b_i| (K eps in the worst case), so holding it to eps times its
+    result fails correct matmuls whose outputs cancel (N(0,1) inputs, K = 256 and up)."""
+    if eqn.primitive not in _SUMMING or not all(is_inexact(v.aval.dtype) for v in eqn.invars):
+        return None
+    params = eqn.params
+    if eqn.primitive is P.dot_general_p:
+        (contracting, _), _ = params["dimension_numbers"]  # lhs's contracting dimensions
+        terms = int(np.prod([eqn.invars[0].aval.shape[d] for d in contracting]))
+    elif eqn.primitive is P.reduce_sum_p:
+        terms = int(np.prod([eqn.invars[0].aval.shape[d] for d in params["axes"]]))
+    elif eqn.primitive is P.cumsum_p:
+        terms = int(eqn.invars[0].aval.shape[params["axis"]])
+    else:  # convolution: the kernel's window times its input features
+        rhs = eqn.invars[1].aval.shape
+        terms = int(np.prod(rhs)) // max(1, int(rhs[params["dimension_numbers"].rhs_spec[0]]))
+    if terms <= 1:
+        return None
+    magnitudes = apply_wide(eqn, [jnp.abs(x) for x in wide_inputs])[0]
+    return float(np.sqrt(terms)) * magnitudes
+
+
+def _float_stats(working, shadow, local, tol, common, spread=None):
     """[local max diff, local max ratio, shadow max diff, shadow max ratio, max finite
     |shadow|, count out of tolerance against the shadow, local max ratio and shadow max
     ratio in the common tolerance].
@@ -253,14 +284,14 @@ def _float_stats(working, shadow, local, tol, common):
     program's ``common`` one. ``local`` None means it equals the shadow (the op's inputs
     were exact).
     """
-    a_diff, a_ratio = _differences(working, shadow, *tol)
+    a_diff, a_ratio = _differences(working, shadow, *tol, spread)
     arrays = {"a_diff": a_diff, "a_ratio": a_ratio, "scale": jnp.where(jnp.isfinite(shadow), jnp.abs(shadow), 0.0)}
     if local is not None:
-        arrays["l_diff"], arrays["l_ratio"] = _differences(working, local, *tol)
+        arrays["l_diff"], arrays["l_ratio"] = _differences(working, local, *tol, spread)
     if common != tol:
-        arrays["a_common"] = _differences(working, shadow, *common)[1]
+        arrays["a_common"] = _differences(working, shadow, *common, spread)[1]
         if local is not None:
-            arrays["l_common"] = _differences(working, local, *common)[1]
+            arrays["l_common"] = _differences(working, local, *common, spread)[1]
     m = dict(zip(arrays, _max_all(*arrays.values())))
     m.setdefault("l_diff", m["a_diff"])
     m.setdefault("l_ratio", m["a_ratio"])
@@ -358,7 +389,8 @@ class _Instrumenter:
                 # Like assert_close on mixed dtypes, the loosest of inputs and output: an
                 # upcast from float16 must not be held to float32's tolerance.
                 tol = tolerance(aval.dtype, *float_in_dtypes, rtol=self.rtol, atol=self.atol, rounding_floor=True)
-                vec = _float_stats(w, s, None if local is sout else local[k], tol, self.common) + [0]
+                spread = _reduction_spread(eqn, [widen(x) for x in win]) if len(eqn.outvars) == 1 else None
+                vec = _float_stats(w, s, None if local is sout else local[k], tol, self.common, spread) + [0]
                 origins.append((self._add(eqn, k, merged, *tol, vec),))
             else:
                 if float_in or eqn.primitive in CONTROL_FLOW:

@@ -105,7 +105,7 @@ def test_enable_precision_enters_checking(tmp_path):
     runtime = pytest.importorskip("jaxguard.runtime")
     log = tmp_path / "precision.log"
     with warnings.catch_warnings():  # the runtime warns about functions jitted by earlier tests
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", runtime.GuardCoverageWarning)
         runtime.enable(precision={"path": str(log)})
     try:
 
