@@ -28,6 +28,7 @@ from jaxguard.precision._shadow import (
     bind,
     inner_jaxpr,
     is_key,
+    is_opaque,
     uses_keys_or_bits,
     widen,
 )
@@ -148,11 +149,14 @@ class _Site:
 class OpsReport:
     """Result of check_ops: ``.records``, ``.worst(n)``, ``.first_failure``, ``.flips``, ``str()``."""
 
-    def __init__(self, records, outputs, skipped, fn_name):
+    def __init__(self, records, outputs, skipped, fn_name, unchecked=()):
         self.records = records
         self.outputs = outputs
         self.skipped = skipped
         self.fn_name = fn_name
+        # Pallas kernels and host callbacks ("pallas_call at model.py:12"): run in their
+        # working dtype, not compared with float64 (the float64 program resyncs after them)
+        self.unchecked = tuple(dict.fromkeys(unchecked))
 
     @property
     def failures(self):
@@ -205,6 +209,8 @@ class OpsReport:
                 f"max_checks per site)" if self.skipped else " (no floating-point operation)"))
         for r in self.flips:
             lines.append(f"branch/argmax flip: {r.primitive} at {r.source}: {r.flips} element(s) differ from float64")
+        for where in self.unchecked:
+            lines.append(f"not checked (ran in its working dtype; float64 resumes after it): {where}")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -311,6 +317,7 @@ class _Instrumenter:
         self.sites = []
         self.stats = []
         self.skipped = 0
+        self.unchecked: list[str] = []  # kernels and callbacks, run in the working dtype
         self.checks_per_site = collections.Counter()
 
     def eval(self, jaxpr, consts, w_args, s_args, origins):
@@ -336,11 +343,14 @@ class _Instrumenter:
             inner = inner_jaxpr(eqn)
             if inner is not None:
                 wout, sout, oout = self.eval(inner[0], inner[1], win, sin, oin)
-            elif uses_keys_or_bits(eqn):
-                # Random and bit-level ops: the shadow resyncs to the working value.
+            elif uses_keys_or_bits(eqn) or is_opaque(eqn):
+                # Random and bit-level ops, kernels and callbacks: the shadow resyncs to the
+                # working value (a kernel or callback is listed as not checked).
                 wout = bind(eqn, win)
                 sout = [widen(x) for x in wout]
                 oout = [()] * len(wout)
+                if is_opaque(eqn):
+                    self.unchecked.append(f"{eqn.primitive.name} at {_source(eqn)[0]}")
             else:
                 # The barrier keeps XLA from rewriting across ops: it simplifies
                 # (x + 1e8) - 1e8 to x under jit, hiding what the program says.
@@ -534,7 +544,7 @@ def _run(inputs, rtol, atol, max_checks, max_numel):
     with jax.enable_x64(True):
         outs, stats = compiled(consts, inputs.arrays)
     records = _records_from_stats(inst.sites, np.asarray(stats), inst.common)
-    return OpsReport(records, jax.tree_util.tree_unflatten(out_tree, outs), inst.skipped, inputs.fn.__name__)
+    return OpsReport(records, jax.tree_util.tree_unflatten(out_tree, outs), inst.skipped, inputs.fn.__name__, inst.unchecked)
 
 
 class _Log:

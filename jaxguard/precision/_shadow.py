@@ -35,6 +35,17 @@ BIT_OPS = frozenset(
 )
 
 
+# Ops whose body the shadow cannot widen: a Pallas kernel (its Refs have the working dtype),
+# a host callback (it returns what its declared shapes say). They run in the working dtype
+# and their outputs are widened: the float64 program resyncs there, and check_ops lists
+# them as not checked.
+OPAQUE = frozenset({"pallas_call", "pure_callback", "io_callback", "callback", "mosaic_gpu_call", "tpu_custom_call"})
+
+
+def is_opaque(eqn) -> bool:
+    return eqn.primitive.name in OPAQUE
+
+
 def wide_dtype(dtype) -> np.dtype:
     dtype = np.dtype(dtype)
     if np.issubdtype(dtype, np.complexfloating):
@@ -111,8 +122,9 @@ def apply_wide(eqn, ins):
     inner = inner_jaxpr(eqn)
     if inner is not None:
         return eval_wide(inner[0], inner[1], ins)
-    if uses_keys_or_bits(eqn):
-        # Bits of a float64 mean something else: do this op in the working dtype.
+    if uses_keys_or_bits(eqn) or is_opaque(eqn):
+        # Bits of a float64 mean something else, and an opaque kernel or callback takes
+        # only its declared dtypes: do this op in the working dtype.
         narrow = [x if is_key(v.aval) else jax.numpy.asarray(x).astype(v.aval.dtype) for v, x in zip(eqn.invars, ins)]
         return [widen(o) for o in bind(eqn, narrow)]
     if eqn.primitive is P.reduce_precision_p:

@@ -424,3 +424,32 @@ def test_a_sum_does_not_excuse_the_cancellation_before_it():
     x = jnp.asarray(RNG.standard_normal(1000), jnp.float32)
     report = check_ops(lambda v: jnp.sum((v + 1e4) - 1e4), x)
     assert report.first_failure.primitive == "sub"
+
+
+def _pallas_double(x):
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0 + 1.0
+
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x)
+
+
+def _callback_sin(x):
+    y = jax.pure_callback(lambda v: np.sin(v), jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+    return y * 3.0  # CALLBACK_USE
+
+
+def test_kernels_and_callbacks_run_in_their_dtype_and_are_listed_as_not_checked():
+    from jaxguard.precision import divergence
+
+    x = jnp.linspace(0.0, 1.0, 8, dtype=jnp.float32)
+    kernel = check_ops(_pallas_double, x)
+    assert [u.split(" at ")[0] for u in kernel.unchecked] == ["pallas_call"]
+    assert "not checked (ran in its working dtype" in str(kernel)
+    assert not kernel.passed  # nothing else was checked
+    called = check_ops(_callback_sin, x)
+    assert [u.split(" at ")[0] for u in called.unchecked] == ["pure_callback"]
+    assert called.passed and [r.primitive for r in called.records] == ["mul"]
+    np.testing.assert_allclose(called.outputs, np.sin(np.asarray(x)) * 3.0, rtol=1e-6)
+    assert divergence(_pallas_double, x).passed and divergence(_callback_sin, x).bitwise_equal
