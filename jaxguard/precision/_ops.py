@@ -198,11 +198,11 @@ class OpsReport:
             shape = f"{r.dtype}{list(r.shape)}"
             lines.append(
                 f"{r.score:9.3g} {r.local_error:9.2e} {r.accumulated_error:9.2e} {r.amplification:9.3g} "
-                f"{r.flips:5d}  {r.primitive:<20} {shape:<22} {r.source} {mark}".rstrip()
+                f"{r.flips:5d}  {r.primitive:<20} {shape:<22} {_shown_source(r)} {mark}".rstrip()
             )
         first = self.first_failure
         if first is not None:
-            lines.append(f"first failure: {first.primitive} at {first.source} ({_describe(first)})")
+            lines.append(f"first failure: {first.primitive} at {_shown_source(first)} ({_describe(first)})")
         if not self.records:
             lines.append("nothing was checked: not a pass" + (
                 f" ({self.skipped} op output(s) skipped: larger than max_numel, empty, or past "
@@ -214,6 +214,11 @@ class OpsReport:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+
+def _shown_source(r) -> str:
+    """`model.py:7`, or `model.py:7 (in _var)` for an op inside a library function."""
+    return f"{r.source} ({r.function})" if r.function.startswith("in ") else r.source
 
 
 def _describe(r) -> str:
@@ -318,6 +323,9 @@ class _Instrumenter:
         self.stats = []
         self.skipped = 0
         self.unchecked: list[str] = []  # kernels and callbacks, run in the working dtype
+        # (the user's line, the library function) of the library call being evaluated: ops
+        # inside a function JAX jits internally (jnp.var) carry no user frame of their own
+        self.context: tuple[str, str] | None = None
         self.checks_per_site = collections.Counter()
 
     def eval(self, jaxpr, consts, w_args, s_args, origins):
@@ -342,7 +350,14 @@ class _Instrumenter:
             oin = [origin(v) for v in eqn.invars]
             inner = inner_jaxpr(eqn)
             if inner is not None:
-                wout, sout, oout = self.eval(inner[0], inner[1], win, sin, oin)
+                outer = self.context
+                here, _ = _source(eqn)
+                if here and eqn.params.get("name"):
+                    self.context = (here, str(eqn.params["name"]))
+                try:
+                    wout, sout, oout = self.eval(inner[0], inner[1], win, sin, oin)
+                finally:
+                    self.context = outer
             elif uses_keys_or_bits(eqn) or is_opaque(eqn):
                 # Random and bit-level ops, kernels and callbacks: the shadow resyncs to the
                 # working value (a kernel or callback is listed as not checked).
@@ -350,7 +365,7 @@ class _Instrumenter:
                 sout = [widen(x) for x in wout]
                 oout = [()] * len(wout)
                 if is_opaque(eqn):
-                    self.unchecked.append(f"{eqn.primitive.name} at {_source(eqn)[0]}")
+                    self.unchecked.append(f"{eqn.primitive.name} at {self._where(eqn)[0]}")
             else:
                 # The barrier keeps XLA from rewriting across ops: it simplifies
                 # (x + 1e8) - 1e8 to x under jit, hiding what the program says.
@@ -376,7 +391,7 @@ class _Instrumenter:
         shadow equals the working value exactly, UNRECORDED marks error nobody reported.
         """
         lossy = tuple(sorted({*merged, UNRECORDED}))
-        site = (eqn.primitive, _source(eqn)[0])
+        site = (eqn.primitive, self._where(eqn)[0])
         self.checks_per_site[site] += 1
         if self.checks_per_site[site] > self.max_checks:
             self.skipped += len(wout)
@@ -414,8 +429,16 @@ class _Instrumenter:
             self._add(eqn, -1, merged, 0.0, 0.0, [0] * (_N_STATS - 1) + [jnp.sum(win[0] != sin[0])])
         return origins
 
+    def _where(self, eqn) -> tuple[str, str]:
+        """(file:line, function) of an equation: its own user frame, or else the user's line
+        that called the library function it belongs to, and that function ("in jnp.var")."""
+        source, function = _source(eqn)
+        if source or self.context is None:
+            return source, function
+        return self.context[0], f"in {self.context[1]}"
+
     def _add(self, eqn, output, inputs, rtol, atol, vec):
-        self.sites.append(_Site(eqn, *_source(eqn), output, inputs, rtol, atol))
+        self.sites.append(_Site(eqn, *self._where(eqn), output, inputs, rtol, atol))
         self.stats.append(jnp.stack([jnp.asarray(x, jnp.float64) for x in vec]))
         return len(self.sites) - 1
 

@@ -453,3 +453,16 @@ def test_kernels_and_callbacks_run_in_their_dtype_and_are_listed_as_not_checked(
     assert called.passed and [r.primitive for r in called.records] == ["mul"]
     np.testing.assert_allclose(called.outputs, np.sin(np.asarray(x)) * 3.0, rtol=1e-6)
     assert divergence(_pallas_double, x).passed and divergence(_callback_sin, x).bitwise_equal
+
+
+def test_ops_inside_library_functions_name_the_users_line_and_the_function():
+    x = jnp.asarray(RNG.standard_normal(1000) + 1e4, jnp.float32)
+
+    def spread(v):
+        return jnp.var(v) + jnp.cumsum(v)[-1]  # LIBRARY_CALLS
+
+    report = check_ops(spread, x)
+    assert all(r.source == line_of("LIBRARY_CALLS") for r in report.records), [r.source for r in report.records]
+    functions = {r.primitive: r.function for r in report.records}
+    assert functions["cumsum"] == "in cumsum" and functions["square"] == "in _var"
+    assert f"first failure: sub at {line_of('LIBRARY_CALLS')} (in _var)" in str(report)
