@@ -328,6 +328,20 @@ class _Instrumenter:
         self.context: tuple[str, str] | None = None
         self.checks_per_site = collections.Counter()
 
+    def child(self, probe: bool = False) -> "_Instrumenter":
+        """An instrumenter for a loop body: it records into the same sites (so record
+        indices are global) and keeps the body's statistics apart, to be carried across
+        iterations. A `probe` (to count the body's records) records into copies."""
+        child = _Instrumenter(self.rtol, self.atol, self.common, self.max_checks, self.max_numel)
+        child.sites = list(self.sites) if probe else self.sites
+        child.checks_per_site = collections.Counter(self.checks_per_site) if probe else self.checks_per_site
+        child.unchecked = [] if probe else self.unchecked
+        child.context = self.context
+        return child
+
+    def body_stats(self):
+        return jnp.stack(self.stats) if self.stats else jnp.zeros((0, _N_STATS), jnp.float64)
+
     def eval(self, jaxpr, consts, w_args, s_args, origins):
         wenv, senv, oenv = {}, {}, {}
 
@@ -349,7 +363,11 @@ class _Instrumenter:
             sin = [read(senv, v) for v in eqn.invars]
             oin = [origin(v) for v in eqn.invars]
             inner = inner_jaxpr(eqn)
-            if inner is not None:
+            if eqn.primitive in (P.scan_p, P.while_p, P.cond_p):
+                # the body's ops are checked where they are written, over every iteration
+                loop = {P.scan_p: self._scan, P.while_p: self._while, P.cond_p: self._cond}[eqn.primitive]
+                wout, sout, oout = loop(eqn, win, sin, oin)
+            elif inner is not None:
                 outer = self.context
                 here, _ = _source(eqn)
                 if here and eqn.params.get("name"):
@@ -429,6 +447,129 @@ class _Instrumenter:
             self._add(eqn, -1, merged, 0.0, 0.0, [0] * (_N_STATS - 1) + [jnp.sum(win[0] != sin[0])])
         return origins
 
+    def _scan(self, eqn, win, sin, oin):
+        """Run the scan with an instrumented body: working and float64 values side by side,
+        each body op's statistics returned per iteration and combined afterwards."""
+        p = eqn.params
+        body = p["jaxpr"]
+        nc, nk = p["num_consts"], p["num_carry"]
+        merged = tuple(sorted(set().union(*oin)))
+        one_step = lambda xs: [*xs[:nc + nk], *(jax.ShapeDtypeStruct(x.shape[1:], x.dtype) for x in xs[nc + nk:])]  # noqa: E731
+        origins = self._body_origins(body, one_step(win), one_step(sin), merged, nc, nk)
+        child = self.child()
+        first = len(self.sites)
+        body_origins = []
+
+        def step(carry, x):
+            child.stats = []
+            wc, sc = carry
+            wx, sx = x
+            w_out, s_out, o_out = child.eval(body.jaxpr, body.consts, [*win[:nc], *wc, *wx], [*sin[:nc], *sc, *sx], origins)
+            body_origins[:] = o_out
+            return (w_out[:nk], s_out[:nk]), (w_out[nk:], s_out[nk:], child.body_stats())
+
+        (w_carry, s_carry), (w_ys, s_ys, per_step) = jax.lax.scan(
+            step, (win[nc:nc + nk], sin[nc:nc + nk]), (win[nc + nk:], sin[nc + nk:]),
+            length=p["length"], reverse=p["reverse"])
+        self.stats.extend(_over_iterations(per_step))
+        return self._loop_outputs(eqn, [*w_carry, *w_ys], [*s_carry, *s_ys], merged, first, body_origins)
+
+    def _while(self, eqn, win, sin, oin):
+        """Run the while loop with an instrumented body; its statistics are carried (the
+        trip count is not known) and the loop follows the working values' condition."""
+        p = eqn.params
+        cond, body = p["cond_jaxpr"], p["body_jaxpr"]
+        nc, nb = p["cond_nconsts"], p["body_nconsts"]
+        merged = tuple(sorted(set().union(*oin)))
+        w_init, s_init = win[nc + nb:], sin[nc + nb:]
+        body_w, body_s = win[nc:nc + nb], sin[nc:nc + nb]
+        origins = self._body_origins(body, [*body_w, *w_init], [*body_s, *s_init], merged, nb, len(w_init))
+        count = self._probed_count
+        child = self.child()
+        first = len(self.sites)
+        body_origins = []
+
+        def keep_going(carry):
+            return jcore.jaxpr_as_fun(cond)(*win[:nc], *carry[0])[0]
+
+        def step(carry):
+            wc, sc, stats = carry
+            child.stats = []
+            w_out, s_out, o_out = child.eval(body.jaxpr, body.consts, [*body_w, *wc], [*body_s, *sc], origins)
+            body_origins[:] = o_out
+            return w_out, s_out, _over_iterations(jnp.stack([stats, child.body_stats()]))
+
+        w_out, s_out, stats = jax.lax.while_loop(keep_going, step, (w_init, s_init, jnp.zeros((count, _N_STATS), jnp.float64)))
+        self.stats.extend(stats)
+        return self._loop_outputs(eqn, w_out, s_out, merged, first, body_origins)
+
+    def _body_origins(self, body, win, sin, merged, nconsts, ncarry):
+        """Origins of a loop body's inputs: what the loop received, marked lossy, and for the
+        carry also the records that produce it in the body (last iteration's error comes
+        back). Found by tracing the body once with a probe (which records into copies)."""
+        lossy = _lossy(merged)
+        probe = self.child(probe=True)
+        found = []
+
+        def traced(w, s):
+            w_out, s_out, o_out = probe.eval(body.jaxpr, body.consts, w, s, [lossy] * len(w))
+            found[:] = o_out
+            return w_out, s_out
+
+        jax.eval_shape(traced, win, sin)
+        self._probed_count = len(probe.stats)
+        origins = [lossy] * len(body.jaxpr.invars)
+        for k in range(ncarry):
+            if k < len(found):
+                origins[nconsts + k] = tuple(sorted({*lossy, *found[k]}))
+        return origins
+
+    def _cond(self, eqn, win, sin, oin):
+        """Run the branch the working index picks, instrumented; each branch's records have
+        their own rows (zero when another branch ran). A float64 index that differs is a flip."""
+        branches = eqn.params["branches"]
+        merged = tuple(sorted(set().union(*oin)))
+        operands_w, operands_s = win[1:], sin[1:]
+        origins = [_lossy(merged)] * len(operands_w)
+        counts = []
+        for branch in branches:
+            probe = self.child(probe=True)
+            jax.eval_shape(lambda w, s, b=branch: probe.eval(b.jaxpr, b.consts, w, s, origins)[:2], operands_w, operands_s)
+            counts.append(len(probe.stats))
+        child = self.child()
+        first = len(self.sites)
+        total = sum(counts)
+        body_origins = []
+
+        def run(k):
+            def branch_fn(w, s):
+                child.stats = []
+                offset = sum(counts[:k])
+                w_out, s_out, o_out = child.eval(branches[k].jaxpr, branches[k].consts, w, s, origins)
+                body_origins.extend(o_out)
+                rows = child.body_stats()
+                stats = jnp.zeros((total, _N_STATS), jnp.float64).at[offset:offset + counts[k]].set(rows) if counts[k] else jnp.zeros((total, _N_STATS), jnp.float64)
+                return w_out, s_out, stats
+            return branch_fn
+
+        w_out, s_out, stats = jax.lax.switch(win[0], [run(k) for k in range(len(branches))], operands_w, operands_s)
+        self.stats.extend(stats)
+        # the branch index itself: did float64 take the other branch?
+        self._add(eqn, -1, merged, 0.0, 0.0, [0] * (_N_STATS - 1) + [jnp.sum(win[0] != sin[0])])
+        return self._loop_outputs(eqn, w_out, s_out, merged, first, body_origins[: len(eqn.outvars)])
+
+    def _loop_outputs(self, eqn, wout, sout, merged, first, body_origins):
+        """The loop's outputs carry the error of the body's records; integer outputs (trip
+        counters, indices) are compared with float64's for flips."""
+        recorded = tuple(range(first, len(self.sites)))
+        origins = []
+        for k, (v, w, s) in enumerate(zip(eqn.outvars, wout, sout)):
+            inner = body_origins[k] if k < len(body_origins) else ()
+            origins.append(tuple(sorted({*merged, *inner, *recorded})) if recorded else merged)
+            if not is_inexact(v.aval.dtype) and not is_key(v.aval):
+                self._add(eqn, k, merged, 0.0, 0.0, [0] * (_N_STATS - 1) + [jnp.sum(w != s)])
+        return list(wout), list(sout), origins
+
     def _where(self, eqn) -> tuple[str, str]:
         """(file:line, function) of an equation: its own user frame, or else the user's line
         that called the library function it belongs to, and that function ("in jnp.var")."""
@@ -441,6 +582,21 @@ class _Instrumenter:
         self.sites.append(_Site(eqn, *self._where(eqn), output, inputs, rtol, atol))
         self.stats.append(jnp.stack([jnp.asarray(x, jnp.float64) for x in vec]))
         return len(self.sites) - 1
+
+
+def _lossy(origins: tuple) -> tuple:
+    """Origins of a value inside a loop or branch body: a carry's working value may differ
+    from float64 (from an earlier iteration), so each op there is compared with float64 on
+    its own working inputs too, not assumed exact."""
+    return tuple(sorted({*origins, UNRECORDED}))
+
+
+def _over_iterations(per_step):
+    """Statistics of one op over iterations (axis 0): the largest differences, ratios and
+    scale; mismatched elements and flips summed."""
+    summed = np.zeros(_N_STATS, bool)
+    summed[[5, 8]] = True  # the count out of tolerance; flips
+    return jnp.where(summed, jnp.sum(per_step, axis=0), jnp.max(per_step, axis=0, initial=0.0))
 
 
 def _common_tolerance(closed, rtol, atol):
@@ -473,8 +629,13 @@ def _ratio(num, den):
 
 def _records_from_stats(sites, stats, common):
     records = []
-    common_ratios = []  # each record's tolerance ratio against the shadow, in common units
-    for i, (site, row) in enumerate(zip(sites, stats)):
+    rows = [_finite_or_inf(row) for row in stats]
+    # each record's tolerance ratio against the shadow, in common units, and its normwise
+    # accumulated error: read before the records that use them, since a loop body's op
+    # receives, through the carry, the error of ops written after it
+    common_ratios = [row[7] for row in rows]
+    accumulated = [row[2] / max(row[4], _TINY) if row[2] else 0.0 for row in rows]
+    for i, (site, row) in enumerate(zip(sites, rows)):
         eqn = site.eqn
         aval = eqn.invars[0].aval if site.output < 0 else eqn.outvars[site.output].aval
         rec = Record(
@@ -487,9 +648,8 @@ def _records_from_stats(sites, stats, common):
             rtol=site.rtol,
             atol=site.atol,
         )
-        l_diff, l_ratio, a_diff, a_ratio, scale, a_bad, l_common, a_common, flips = _finite_or_inf(row)
+        l_diff, l_ratio, a_diff, a_ratio, scale, a_bad, l_common, a_common, flips = row
         rec.flips = int(flips)
-        common_ratios.append(a_common)
         if not is_inexact(aval.dtype):
             rec.score = float(rec.flips)
             rec.failed = rec.flips > 0
@@ -504,9 +664,9 @@ def _records_from_stats(sites, stats, common):
         # the error larger both elementwise (in the common tolerance) and normwise (relative
         # to the tensor's size): a sum with outputs near zero, or x - max(x) in a softmax,
         # has a large elementwise relative error there, but no more error than came in.
-        inputs = [j for j in site.inputs if j != UNRECORDED]
+        inputs = [j for j in site.inputs if j != UNRECORDED and j != i]
         ratio_in = max((common_ratios[j] for j in inputs), default=0.0)
-        error_in = max((records[j].accumulated_error for j in inputs), default=0.0)
+        error_in = max((accumulated[j] for j in inputs), default=0.0)
         eps = float(finfo(aval.dtype).eps)  # one rounding: the least error "in"
         rec.amplification = min(
             _ratio(a_common, max(ratio_in, eps / max(common[0], _TINY))),

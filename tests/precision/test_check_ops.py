@@ -147,21 +147,42 @@ def test_recurses_into_jit_custom_rules_and_remat():
     assert (worst.primitive, worst.source) == ("sub", line_of("NESTED_JIT"))
 
 
-def test_scan_and_while_bodies_run_in_float64():
+def test_scan_and_while_bodies_are_checked_at_their_own_lines():
     def loops(x):
         def step(c, _):
-            return c * 1.0001 + 1e-4, None
+            return c * 1.0001 + 1e-4, None  # SCAN_BODY
 
-        c, _ = lax.scan(step, x, None, length=200)  # SCAN
+        c, _ = lax.scan(step, x, None, length=200)
         n, _ = lax.while_loop(lambda s: s[1] < 1e3, lambda s: (s[0] + 1, s[1] * 1.1), (0, c[0] + 2.0))  # WHILE
         return c, n
 
     report = check_ops(loops, X)
-    scan = next(r for r in report.records if r.primitive == "scan")
-    assert scan.source == line_of("SCAN")
-    # 200 float32 multiply-adds drift from float64, but within float32's tolerance.
-    assert 0 < scan.accumulated_error < 1e-4
-    assert any(r.primitive == "while" and r.source == line_of("WHILE") for r in report.records)
+    body = [r for r in report.records if r.source == line_of("SCAN_BODY")]
+    assert sorted(r.primitive for r in body) == ["add", "mul"]
+    # 200 float32 multiply-adds drift from float64, but within float32's tolerance
+    assert all(0 < r.accumulated_error < 1e-4 for r in body) and report.passed
+    assert {r.primitive for r in report.records if r.source == line_of("WHILE")} >= {"mul", "while"}
+
+
+def test_a_cancellation_inside_a_loop_body_is_found_at_its_line():
+    # under jit XLA rewrites (h + 1e4) - 1e4 to h; op by op each iteration loses bits
+    def recurrent(h0, xs):
+        def body(h, x):
+            h = (h + 1e4) - 1e4  # LOOP_CANCEL
+            return h * 0.5 + x, h
+
+        return lax.scan(body, h0, xs)
+
+    report = check_ops(recurrent, X[:16], jnp.asarray(RNG.standard_normal((20, 16)), jnp.float32))
+    first = report.first_failure
+    assert (first.primitive, first.source) == ("sub", line_of("LOOP_CANCEL"))
+    # the ops after it pass the error on, around the loop, without being blamed
+    assert [r.primitive for r in report.failures] == ["sub"]
+
+    def with_while(h):
+        return lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, (c[1] + 1e4) - 1e4 + h), (0, h))[1]  # WHILE_CANCEL
+
+    assert check_ops(with_while, X[:16]).first_failure.source == line_of("WHILE_CANCEL")
 
 
 def test_random_ops_are_skipped_and_bit_ops_resync():
