@@ -157,6 +157,7 @@ class OpsReport:
         # Pallas kernels and host callbacks ("pallas_call at model.py:12"): run in their
         # working dtype, not compared with float64 (the float64 program resyncs after them)
         self.unchecked = tuple(dict.fromkeys(unchecked))
+        self.input_shapes: list[str] = []  # "float32[64, 128]" per array argument (for the log)
 
     @property
     def failures(self):
@@ -315,8 +316,10 @@ def _float_stats(working, shadow, local, tol, common, spread=None):
 class _Instrumenter:
     """Evaluates a jaxpr three ways at trace time and collects per-record statistics."""
 
-    def __init__(self, rtol, atol, common, max_checks, max_numel):
+    def __init__(self, rtol, atol, common, max_checks, max_numel, include=None, exclude=frozenset()):
         self.rtol, self.atol = rtol, atol
+        # primitives to check (None: all) and not to check, by name ("dot_general", "exp")
+        self.include, self.exclude = include, exclude
         self.common = common
         self.max_checks, self.max_numel = max_checks, max_numel
         self.sites = []
@@ -332,7 +335,7 @@ class _Instrumenter:
         """An instrumenter for a loop body: it records into the same sites (so record
         indices are global) and keeps the body's statistics apart, to be carried across
         iterations. A `probe` (to count the body's records) records into copies."""
-        child = _Instrumenter(self.rtol, self.atol, self.common, self.max_checks, self.max_numel)
+        child = _Instrumenter(self.rtol, self.atol, self.common, self.max_checks, self.max_numel, self.include, self.exclude)
         child.sites = list(self.sites) if probe else self.sites
         child.checks_per_site = collections.Counter(self.checks_per_site) if probe else self.checks_per_site
         child.unchecked = [] if probe else self.unchecked
@@ -409,6 +412,9 @@ class _Instrumenter:
         shadow equals the working value exactly, UNRECORDED marks error nobody reported.
         """
         lossy = tuple(sorted({*merged, UNRECORDED}))
+        name = eqn.primitive.name
+        if name in self.exclude or (self.include is not None and name not in self.include):
+            return [lossy] * len(wout)  # not selected: computed both ways, not recorded
         site = (eqn.primitive, self._where(eqn)[0])
         self.checks_per_site[site] += 1
         if self.checks_per_site[site] > self.max_checks:
@@ -688,9 +694,9 @@ _CACHE: "collections.OrderedDict" = collections.OrderedDict()
 _CACHE_SIZE = 32
 
 
-def _compile(inputs, rtol, atol, max_checks, max_numel):
+def _compile(inputs, rtol, atol, max_checks, max_numel, include=None, exclude=frozenset()):
     closed, out_shape = trace("check_ops", inputs.fn, inputs.arrays, inputs.scalars)
-    inst = _Instrumenter(rtol, atol, _common_tolerance(closed, rtol, atol), max_checks, max_numel)
+    inst = _Instrumenter(rtol, atol, _common_tolerance(closed, rtol, atol), max_checks, max_numel, include, exclude)
 
     def run(consts, xs):
         outs, _, _ = inst.eval(closed.jaxpr, consts, xs, [widen(x) for x in xs], [()] * len(xs))
@@ -714,11 +720,11 @@ def _cache_key(fn, leaves, *settings):
     return key
 
 
-def _run(inputs, rtol, atol, max_checks, max_numel):
-    key = _cache_key(inputs.fn, inputs.arrays, rtol, atol, max_checks, max_numel)
+def _run(inputs, rtol, atol, max_checks, max_numel, include=None, exclude=frozenset()):
+    key = _cache_key(inputs.fn, inputs.arrays, rtol, atol, max_checks, max_numel, include, exclude)
     entry = _CACHE.get(key) if key is not None else None
     if entry is None:
-        entry = _compile(inputs, rtol, atol, max_checks, max_numel)
+        entry = _compile(inputs, rtol, atol, max_checks, max_numel, include, exclude)
         if key is not None:
             _CACHE[key] = entry
             if len(_CACHE) > _CACHE_SIZE:
@@ -727,7 +733,9 @@ def _run(inputs, rtol, atol, max_checks, max_numel):
     with jax.enable_x64(True):
         outs, stats = compiled(consts, inputs.arrays)
     records = _records_from_stats(inst.sites, np.asarray(stats), inst.common)
-    return OpsReport(records, jax.tree_util.tree_unflatten(out_tree, outs), inst.skipped, inputs.fn.__name__, inst.unchecked)
+    report = OpsReport(records, jax.tree_util.tree_unflatten(out_tree, outs), inst.skipped, inputs.fn.__name__, inst.unchecked)
+    report.input_shapes = [f"{x.dtype}{list(x.shape)}" for x in inputs.arrays]
+    return report
 
 
 class _Log:
@@ -746,7 +754,8 @@ class _Log:
             if self.log_once and site in self.logged:
                 continue
             self.logged.add(site)
-            entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "checked_function": report.fn_name, **rec.to_json()}
+            entry = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "checked_function": report.fn_name,
+                     "input_shapes": report.input_shapes, **rec.to_json()}
             lines.append(json.dumps(entry, allow_nan=False) + "\n")
         if lines:
             with open(self.path, "a", encoding="utf-8") as fh:
@@ -754,7 +763,8 @@ class _Log:
 
 
 def check_ops(
-    fn, *args, static_argnums=(), rtol=None, atol=None, max_checks=10, log_once=True, path=None, max_numel=1 << 20, _log=None
+    fn, *args, static_argnums=(), rtol=None, atol=None, max_checks=10, log_once=True, path=None, max_numel=1 << 20,
+    include=None, exclude=(), _log=None,
 ):
     """Check every equation of ``fn(*args)`` against float64; return an OpsReport.
 
@@ -764,13 +774,16 @@ def check_ops(
     Options follow FlagGems' precision checker: ``rtol``/``atol`` override the per-dtype
     defaults (pass both or neither); at most ``max_checks`` equations per (primitive,
     source line) site are checked, later ones are skipped; outputs with more than
-    ``max_numel`` elements are skipped; failures are appended as JSON lines to ``path``,
-    each site once when ``log_once``. The instrumented program is compiled once per
-    function and input types and cached.
+    ``max_numel`` elements are skipped; failures are appended as JSON lines to ``path``
+    (with the input shapes), each site once when ``log_once``; ``include`` (only these
+    primitives, by name: ``["dot_general", "exp"]``, FlagGems' ``only_enable``) and
+    ``exclude`` choose the ops recorded (the others still run both ways). The instrumented
+    program is compiled once per function and input types and cached.
     """
     if (rtol is None) != (atol is None):
         raise ValueError("check_ops: pass both rtol and atol, or neither")
-    report = _run(split("check_ops", fn, args, static_argnums), rtol, atol, max_checks, max_numel)
+    include = None if include is None else frozenset(include)
+    report = _run(split("check_ops", fn, args, static_argnums), rtol, atol, max_checks, max_numel, include, frozenset(exclude))
     (_log or _Log(path, log_once)).write(report)
     return report
 

@@ -487,3 +487,18 @@ def test_ops_inside_library_functions_name_the_users_line_and_the_function():
     functions = {r.primitive: r.function for r in report.records}
     assert functions["cumsum"] == "in cumsum" and functions["square"] == "in _var"
     assert f"first failure: sub at {line_of('LIBRARY_CALLS')} (in _var)" in str(report)
+
+
+def test_include_and_exclude_choose_the_primitives_recorded_and_the_log_has_input_shapes(tmp_path):
+    def layer(x, w):
+        return jnp.exp(jnp.tanh(x @ w) * 2.0)
+
+    w = jnp.asarray(RNG.standard_normal((100, 8)), jnp.float32)
+    only = check_ops(layer, X[None, :], w, include=["dot_general", "exp"])
+    assert sorted({r.primitive for r in only.records}) == ["dot_general", "exp"]
+    without = check_ops(layer, X[None, :], w, exclude=["tanh"])
+    assert "tanh" not in {r.primitive for r in without.records} and "mul" in {r.primitive for r in without.records}
+    log = tmp_path / "log.jsonl"
+    check_ops(lambda v: (v + 1e8) - 1e8, X, path=str(log))
+    entry = json.loads(log.read_text().splitlines()[0])
+    assert entry["input_shapes"] == ["float32[100]"]
