@@ -49,9 +49,12 @@ class Probe:
 
 
 class GradReport:
-    def __init__(self, probes, dtype, rtol, atol):
+    def __init__(self, probes, dtype, rtol, atol, located=None):
         self.probes = probes
         self.dtype, self.rtol, self.atol = dtype, rtol, atol
+        # when a direction failed and no coordinate did: the element found by bisecting the
+        # direction (a Probe of that coordinate), or None if the error is spread out
+        self.located = located
 
     @property
     def passed(self) -> bool:
@@ -81,6 +84,10 @@ class GradReport:
                 f"{p.leaf:<12} {index:<14} {p.analytic:13.6g} {p.numeric:13.6g} {p.ratio:9.5g} "
                 f"{p.step:9.2e} {p.roundoff:9.2e} {verdict}"
             )
+        if self.located is not None:
+            p = self.located
+            lines.append(f"wrong element (found by bisecting a failed direction): {p.leaf} {p.index}: "
+                         f"analytic {p.analytic:.6g}, numeric {p.numeric:.6g}")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -207,7 +214,33 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
         for i, probe in enumerate(out):
             if not probe.passed:
                 out[i] = _confirm(plans[i], results[i], evaluator.difference(plans[i], plans[i].half), rtol, atol)
-    return GradReport(out, str(dtype), rtol, atol)
+        located = None
+        failed_direction = next((plans[i] for i, p in enumerate(out) if not p.passed and p.leaf == "all"), None)
+        if failed_direction is not None and all(p.passed for p in out if p.leaf != "all"):
+            context = (sizes, grads, norm_g, gx, xscale, loss, rtol, atol)
+            located = _bisect(evaluator, failed_direction, context, sizes, leaves, base, grads)
+    return GradReport(out, str(dtype), rtol, atol, located)
+
+
+def _bisect(evaluator, plan, context, sizes, leaves, base, grads):
+    """The one wrong element of a failed direction: keep the half of its signs whose
+    directional derivative still fails, down to one element (about 2 log2(n) float64
+    evaluations), then check that coordinate. None when both halves pass (the error is
+    spread over many elements)."""
+    sizes_, grads_, norm_g, gx, xscale, loss, rtol, atol = context
+    elements = np.flatnonzero(plan.signs)
+    while len(elements) > 1:
+        for part in (elements[: len(elements) // 2], elements[len(elements) // 2:]):
+            signs = np.zeros_like(plan.signs)
+            signs[part] = plan.signs[part]
+            sub = _direction(plan.index[0], signs, sizes_, grads_, norm_g, gx, xscale, loss, rtol, atol)
+            if not _judge(sub, evaluator.difference(sub, sub.step), rtol, atol).passed:
+                elements = part
+                break
+        else:
+            return None
+    coordinate = _coordinate(int(elements[0]), sizes, leaves, base, grads, loss, rtol, atol)
+    return _judge(coordinate, evaluator.difference(coordinate, coordinate.step), rtol, atol)
 
 
 @dataclasses.dataclass
@@ -251,7 +284,7 @@ def _coordinate(c, sizes, leaves, base, grads, loss, rtol, atol):
 
 def _direction(k, signs, sizes, grads, norm_g, gx, xscale, loss, rtol, atol):
     analytic = float(sum(g @ s for g, s in zip(grads, np.split(signs.astype(np.float64), np.cumsum(sizes)[:-1]))))
-    norm = float(np.sqrt(signs.size))
+    norm = float(np.sqrt(np.count_nonzero(signs)))
     # x +- t * d rounds every element: at most eps/2 * sum|g x| per evaluation.
     input_roundoff = gx / 2
     t = _step(xscale, _ROUNDOFF_UNITS * loss + input_roundoff, max(abs(analytic), norm_g, atol * norm / max(rtol, 1e-300)))
@@ -291,10 +324,11 @@ class _Evaluator:
             key = id(plan.signs)
             if key not in self._directions:
                 parts = np.split(plan.signs, np.cumsum(self.sizes)[:-1])
-                self._directions[key] = [
+                # the signs are kept with their device copy: a freed array's id is reused
+                self._directions[key] = (plan.signs, [
                     jax.device_put(p.reshape(self.xs[j].shape)) for p, j in zip(parts, self.diff)
-                ]
-            d = self._directions[key]
+                ])
+            d = self._directions[key][1]
             up = self._call(*self.zeros, d, h)
             down = self._call(*self.zeros, d, -h)
         return _Difference(up, down, self, h)

@@ -216,3 +216,12 @@ def test_static_argnums():
     report = check_grads(loss, X2000[:10], 4, "sum", static_argnums=(1, 2))
     assert report.passed, str(report)
     assert check_grads(loss, X2000[:10], 4, "mean", static_argnums=(1, -1)).passed
+
+
+def test_the_wrong_element_is_named_by_bisecting_a_failed_direction():
+    wrong = sin_wrong_at(1234, 2.0)  # wrong at one element of 2,000
+    report = check_grads(lambda x: jnp.sum(wrong(x)), X2000, directions=1)
+    assert not report.passed
+    assert report.located is not None and report.located.index == (1234,) and not report.located.passed
+    assert "wrong element (found by bisecting a failed direction): [0] (1234,)" in str(report)
+    assert check_grads(lambda x: jnp.sum(sin_wrong_at(1234, 1.0)(x)), X2000).located is None
