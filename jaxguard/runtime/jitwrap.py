@@ -94,6 +94,11 @@ class GuardedPjitFunction:
         # jax could not differentiate the checked twin: under eager transformations it runs
         # unchecked (said once), and the twin is not traced again
         self._unchecked_under_transforms = False
+        # a per-op alarm turned out to be an installed package's out-of-bounds read (warned,
+        # not raised): the fast twin then returns its error value, so that a read recurring
+        # on every call does not re-run the whole function every call to find it again
+        self._keep_err = False
+        self._fast_traced: set[tuple] = set()  # argument types the fast twin was traced for
         self._traces = recompile.Traces()
         self._donates = any(jit_kwargs.get(name) not in (None, (), [])
                             for name in ("donate_argnums", "donate_argnames"))
@@ -129,22 +134,26 @@ class GuardedPjitFunction:
             static = ()
         return jax.tree_util.tree_structure((args, kwargs)), static
 
-    def _twin(self, errors_now, locating: bool):
-        twin = self._twins.get((errors_now, locating))
+    def _twin(self, errors_now, locating: bool, keep_err: bool = False):
+        twin = self._twins.get((errors_now, locating, keep_err))
         if twin is None:
             # A fresh function (not a bound method) so functools.wraps can give it the
             # user's signature, which jit needs for static_argnames.
             traced = functools.wraps(self._fun)(
-                lambda *args, **kwargs: self._traced(errors_now, locating, *args, **kwargs))
-            twin = self._twins[errors_now, locating] = self._original_jit(
+                lambda *args, **kwargs: self._traced(errors_now, locating, *args, keep_err=keep_err, **kwargs))
+            twin = self._twins[errors_now, locating, keep_err] = self._original_jit(
                 traced, **_twin_options(self._jit_kwargs))
         return twin
 
-    def _traced(self, errors_now, locating, *args, **kwargs):
+    def _traced(self, errors_now, locating, *args, keep_err=False, **kwargs):
         # Runs once per trace (= per compilation), never per call.
-        if recompile_limit is not None and not locating:
+        avals = tuple(str(getattr(leaf, "aval", leaf)) for leaf in jax.tree_util.tree_leaves((args, kwargs)))
+        if recompile_limit is not None and not locating and not (keep_err and avals in self._fast_traced):
+            # (the twin that keeps its error value traces again what the fast one did: ours)
             recompile.record(self._traces, self._fun, self._jit_kwargs, args, kwargs,
                              recompile_limit)
+        if not locating and not keep_err:
+            self._fast_traced.add(avals)
         leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
         # Static arguments arrive as plain Python values; only tracers go through checkify.
         dyn_pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, core.Tracer)]
@@ -199,8 +208,9 @@ class GuardedPjitFunction:
         op_alarm = functools.reduce(jnp.logical_or, err._pred.values(), jnp.bool_(False))
         alarm = value_alarm.astype(jnp.int32) + 2 * op_alarm.astype(jnp.int32)
         # The error value goes back to Python (~10 us per call to rebuild) only where a
-        # re-run cannot recover it: the locating twin, and functions that donate.
-        return alarm, (err if locating or self._donates else None), out
+        # re-run cannot recover it (the locating twin, functions that donate) or would be
+        # paid on every call (a library's harmless out-of-bounds read that recurs).
+        return alarm, (err if locating or self._donates or keep_err else None), out
 
     @traceback_util.api_boundary
     def __call__(self, *args, **kwargs):
@@ -229,7 +239,7 @@ class GuardedPjitFunction:
         if self._unchecked_under_transforms and _has_tracers(args, kwargs):
             return self._plain(*args, **kwargs)  # known to fail: do not trace it again
         try:
-            alarm, err, out = self._twin(errors, False)(*args, **kwargs)
+            alarm, err, out = self._twin(errors, False, self._keep_err)(*args, **kwargs)
         except GuardError:
             raise
         except Exception as exc:
@@ -272,7 +282,7 @@ class GuardedPjitFunction:
             if alarm == 1 and not self._donates and bool(_bad_inputs(errors, leaves)):
                 return  # the NaN came in with the arguments, it was not made here
             try:
-                _, err, _ = self._locate(args, kwargs)
+                _, err, _ = self._locate(alarm, args, kwargs)
             except Exception as exc:
                 raise self._unlocated_error(
                     out, f"jaxguard could not instrument it to find the operation "
@@ -284,12 +294,15 @@ class GuardedPjitFunction:
         if guard_error is None:
             raise exc
         raise_unless_in_library(guard_error)
+        if alarm & 2:
+            self._keep_err = True  # warned, not raised: it will recur, keep its value at hand
 
-    def _locate(self, args, kwargs):
+    def _locate(self, alarm, args, kwargs):
         """Run the locating twin (every op checked) on the same arguments. Compiling it can
         take long on a big step (a train step under grad): said on stderr, with the time."""
         kind = "a NaN or Inf" if checks.GuardInf in errors else "a NaN"
-        sys.stderr.write(f"jaxguard: {kind} reached the outputs of {self._name()}(); "
+        what = f"{kind} reached the outputs of" if alarm & 1 else "a check failed inside"
+        sys.stderr.write(f"jaxguard: {what} {self._name()}(); "
                          f"re-running it with every operation checked to find where...\n")
         sys.stderr.flush()
         start = time.perf_counter()

@@ -101,3 +101,17 @@ def test_a_bad_value_is_refused():
 
     with pytest.raises(ValueError, match="libraries="):
         jaxguard.enable(libraries="ignore")
+
+
+def test_a_recurring_library_read_is_located_once_not_on_every_call(tmp_path):
+    result = run(tmp_path, """
+        jaxguard.enable()
+        import fakelib
+        for _ in range(4):
+            fakelib.read_past_end(jnp.arange(3.0))
+        print("ran")
+    """)
+    assert "ran" in result.stdout, result.stderr[-1500:]
+    assert result.stderr.count("re-running it with every operation checked") == 1, result.stderr[-2000:]
+    assert "a check failed inside read_past_end()" in result.stderr
+    assert "RecompileWarning" not in result.stderr
