@@ -450,3 +450,31 @@ def test_print_still_asks_for_proof_of_static_before_staying_silent():
     # JG101's silence needs proof that what is printed is static: an unknown call is not that
     source = PROVEN.format(condition="n_batches > 1").replace("    return data\n", "    print(model.dofs(data))\n    return data\n")
     assert "JG101" in found(source)
+
+
+# An eager shard_map runs its body on every call, per shard: nothing is traced once ----------
+
+SHARDED = """
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+mesh = jax.make_mesh((8,), ("x",))
+seen = []
+
+def body(x):
+    print("block", x)
+    seen.append(x.sum())
+    return x * 2
+
+{call}
+"""
+
+
+def test_an_eager_shard_map_body_is_not_traced_and_one_under_jit_is():
+    eager = SHARDED.format(call='out = jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(jnp.arange(8.0))')
+    assert not {"JG101", "JG104"} & set(found(eager))
+    jitted = SHARDED.format(call='@jax.jit\ndef step(x):\n    return jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(x)')
+    assert {"JG101", "JG104"} <= set(found(jitted))
+    kept = SHARDED.format(call='sharded = jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))\nstep = jax.jit(sharded)')
+    assert "JG101" in found(kept)  # not called at once: it may be jitted later, as here

@@ -28,6 +28,7 @@ from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here
     LAX_BODIES,
     LAX_LOOPS,
     REF_KERNEL_TAKERS,
+    SHARD_MAPS,
     TRACING_TRANSFORMS,
 )
 from jaxguard.lint.walk import Visitor, walk
@@ -572,6 +573,8 @@ class _Collector(Visitor):
         function = self.scope.function
         if function is not None:
             function.calls.append(node)
+        if isinstance(node.func, cst.Call):
+            self.facts.invoked.add(node.func)
         tail = node.func.attr.value if isinstance(node.func, cst.Attribute) else (
             node.func.value if isinstance(node.func, cst.Name) else None
         )
@@ -607,6 +610,10 @@ class ModuleFacts:
         self.jit_calls: dict[cst.Call, StaticSpec] = {}
         # lax calls whose body arguments are traced: call -> body argument nodes
         self.lax_body_args: dict[cst.Call, list[cst.BaseExpression]] = {}
+        # calls whose result is called at once (`shard_map(f, ...)(x)`)
+        self.invoked: set[cst.Call] = set()
+        # `shard_map(f, ...)(x)`: f is traced only if the call runs inside traced code
+        self._deferred_shard_maps: list[tuple[cst.Call, Scope, FunctionInfo, str, StaticSpec]] = []
         # results that one rule family derives and its rules share (e.g. the PRNG key flow)
         self.derived: dict[str, object] = {}
         self.any_traced = False  # most modules of a library define no traced function
@@ -878,6 +885,22 @@ class ModuleFacts:
         if self.project is not None:
             self._mark_from_project(self.project)
         # 4. module-local functions called from, or passed to calls in, traced code
+        self._propagate()
+        # 5. `shard_map(f, ...)(x)` run inside traced code traces f; run eagerly, it does not
+        deferred = [d for d in self._deferred_shard_maps if self._runs_traced(d[1])]
+        while deferred:
+            for call, scope, target, transform, spec in deferred:
+                self._mark_root(target, transform, spec, self.passed_params(target, positional(call)[0]))
+            self._propagate()
+            remaining = [d for d in self._deferred_shard_maps if not d[2].traced]
+            deferred = [d for d in remaining if self._runs_traced(d[1])]
+
+    def _runs_traced(self, scope: Scope) -> bool:
+        while scope is not None and scope.function is None:
+            scope = scope.parent
+        return scope is not None and scope.function.traced
+
+    def _propagate(self) -> None:
         work = [info for info in self.functions.values() if info.traced]
         seen = set(id(info) for info in work)
         while work:
@@ -1060,6 +1083,9 @@ class ModuleFacts:
             return
         transform, spec = found
         target = self.function_for(args[0], scope)
+        if target is not None and transform in SHARD_MAPS and call in self.invoked:
+            self._deferred_shard_maps.append((call, scope, target, transform, spec))
+            return  # decided once it is known whether this call runs inside a trace
         if target is not None:
             self._mark_root(target, transform, spec, self.passed_params(target, args[0]))
         if transform in JIT_TRANSFORMS or transform == "jax.make_jaxpr":

@@ -130,3 +130,7 @@ ARRAY_METHODS = frozenset(
         "values", "items", "pop",
     }
 )
+
+# shard_map: called eagerly (`jax.shard_map(f, mesh=...)(x)` outside any trace) it runs f on
+# every call, per shard, with concrete values: nothing is traced once and cached.
+SHARD_MAPS = frozenset({"jax.shard_map", "jax.experimental.shard_map.shard_map"})
