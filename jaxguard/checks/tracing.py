@@ -31,6 +31,7 @@ from jaxguard.lint.traced import (
     NONE,
     TracedFlow,
     annotation_name,
+    call_tail,
     describe,
     is_container,
     parameter_annotation,
@@ -717,6 +718,9 @@ class JitInLoop(Rule):
         "    return buffer\n",
         # the same module-level function re-wrapped every iteration: slow dispatch
         "import jax\ndef step(x):\n    return x + 1\nx = 0.0\nfor _ in range(10):\n    x = jax.jit(step)(x)\n",
+        # reshaped in the loop, but to one shape: the same compiled code every iteration
+        "import jax\ndef f(x):\n    return x\ndef hot(xs):\n    for x in xs:\n        y = x.reshape(4, -1)\n"
+        "        jax.jit(f)(y)\n",
     )
     valid = (
         # a sweep: each iteration has a new static value or a new shape, so it compiles anyway
@@ -724,6 +728,9 @@ class JitInLoop(Rule):
         "        y = jax.jit(f, static_argnums=(1,))(jnp.ones(3), n)\n",
         "import jax\nimport jax.numpy as jnp\ndef f(x):\n    return x\ndef shapes():\n    for shape in ((1,), (3,)):\n"
         "        x = jnp.zeros(shape + (2,))\n        y = jax.jit(f)(x)\n",
+        # ... or an input reshaped (or made by arange) with a shape from the loop
+        "import jax\nimport jax.numpy as jnp\ndef f(x):\n    return x\ndef shapes():\n    for lead in ((1,), (3,), (2, 3)):\n"
+        "        x = jnp.arange(6 * 4).reshape(lead + (-1,))\n        y = jax.jit(f)(x)\n",
         "import jax\nupdate = jax.jit(lambda p: p * 0.9)\nparams = 1.0\nfor _ in range(10):\n"
         "    params = update(params)\n",
         # a factory that returns the jitted step (flax/optax style): built once per call site
@@ -901,13 +908,18 @@ class JitInLoop(Rule):
             return True
         for arg in args:
             made = _assignment_in(loop.body, arg.value) if isinstance(arg, cst.Name) else None
-            if (
-                isinstance(made, cst.Call)
-                and (self.ctx.qualname(made.func) or "").rsplit(".", 1)[-1] in _SHAPED_CONSTRUCTORS
-                and made.args
-                and names_in(made.args[0].value) & varying
-            ):
+            if isinstance(made, cst.Call) and self._shape_from(made, varying):
                 return True
+        return False
+
+    def _shape_from(self, made: cst.Call, varying: set[str]) -> bool:
+        """An array made with a shape that comes from the loop: `jnp.zeros(shape + (n,))`,
+        `jnp.arange(n)`, `x.reshape(leading_shape + (h, 2))`."""
+        tail = (self.ctx.qualname(made.func) or "").rsplit(".", 1)[-1] or (call_tail(made.func) or "")
+        if tail in _SHAPED_CONSTRUCTORS and made.args:
+            return bool(names_in(made.args[0].value) & varying)
+        if isinstance(made.func, cst.Attribute) and made.func.attr.value in _RESHAPING_METHODS:
+            return any(names_in(a.value) & varying for a in made.args)
         return False
 
     def _rebound_receiver(self, call: cst.Call) -> str:
@@ -1130,7 +1142,8 @@ def _loop_dependent_names(loop: cst.For) -> set[str]:
 
 
 # Array constructors whose first argument is the shape.
-_SHAPED_CONSTRUCTORS = frozenset({"zeros", "ones", "empty", "full"})
+_SHAPED_CONSTRUCTORS = frozenset({"zeros", "ones", "empty", "full", "arange", "linspace", "eye"})
+_RESHAPING_METHODS = frozenset({"reshape", "broadcast_to", "resize"})
 
 
 def _assignment_in(block: cst.CSTNode, name: str) -> cst.CSTNode | None:
