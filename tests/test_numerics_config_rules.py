@@ -485,6 +485,13 @@ def test_finite_difference_positional_step_and_x64():
     assert "JG906" not in ours(with_float64)
 
 
+def test_matmul_precision_message_fits_the_operands_dtype():
+    source = ("import jax.numpy as jnp\nimport numpy as np\ndef test_half(a, b):\n    x = a.astype(jnp.float16)\n"
+              "    np.testing.assert_allclose(jnp.dot(x, b), np.dot(np.asarray(x), np.asarray(b)))\n")
+    (message,) = [d.message for d in lint_source(clean(source), "example.py", LintSettings(frozenset(all_rules()))).diagnostics if d.code == "JG905"]
+    assert "float16 operands" in message and "TF32" not in message
+
+
 def test_finite_difference_advice_names_a_check_that_works_in_float32():
     source = "import jax.numpy as jnp\ndef d(f, x):\n    return (f(x + 1e-5) - f(x)) / 1e-5\n"
     (message,) = [d.message for d in lint_source(clean(source), "example.py", LintSettings(frozenset(all_rules()))).diagnostics if d.code == "JG906"]

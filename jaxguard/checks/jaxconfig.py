@@ -785,6 +785,9 @@ class UnpinnedMatmulPrecision(Rule):
         # notebook style: the product reaches the comparison through names
         "import jax\nimport jax.numpy as jnp\nimport numpy as np\nw = jax.random.normal(jax.random.key(0), (8, 8))\n"
         "h = jnp.matmul(w, w)\nout = h.sum(axis=0)\nnp.testing.assert_allclose(out, np.load('expected.npy'), rtol=1e-6)\n",
+        # float16 operands: reported with float16's own rounding as the reason
+        "import jax.numpy as jnp\nimport numpy as np\ndef test_half(a, b):\n    x = a.astype(jnp.float16)\n"
+        "    np.testing.assert_allclose(jnp.dot(x, b), np.dot(np.asarray(x), np.asarray(b)))\n",
     )
     valid = (
         "import jax\nimport jax.numpy as jnp\nimport numpy as np\ndef t(x):\n"
@@ -818,6 +821,9 @@ class UnpinnedMatmulPrecision(Rule):
         # a comparison that must fail
         "import jax.numpy as jnp\nimport numpy as np\ndef test_reap(self, reaped, a, b):\n"
         "    self.assertFalse(np.isclose(reaped, 2.0 * jnp.dot(a, b)).any())\n",
+        # an integer matmul is exact: precision= does not apply
+        "import jax.numpy as jnp\nimport numpy as np\ndef test_int(a, b):\n    x = a.astype(jnp.int32)\n"
+        "    y = jnp.asarray(b, dtype=jnp.int32)\n    np.testing.assert_allclose(x @ y, np.asarray(x) @ np.asarray(y))\n",
     )
 
     def __init__(self, ctx) -> None:
@@ -855,8 +861,29 @@ class UnpinnedMatmulPrecision(Rule):
             return
         if operands and all(self._exact(operand) for operand in operands):
             return  # small integers (arange, ones, eye, integer literals) multiply exactly in bf16
+        dtypes = {self._visible_dtype(operand, 0) for operand in operands}
+        if any(d and d.startswith(("int", "uint", "bool")) for d in dtypes):
+            return  # an integer matmul is exact: precision= does not apply
+        half = sorted(d for d in dtypes if d in ("float16", "bfloat16"))
         statement = self.ctx.statement_stack[-1] if self.ctx.statement_stack else None
-        self.candidates.setdefault(self._unit(), []).append((node, op, statement))
+        self.candidates.setdefault(self._unit(), []).append((node, op + (f"|{half[0]}" if half else ""), statement))
+
+    def _visible_dtype(self, node: cst.BaseExpression, depth: int) -> str | None:
+        """The dtype an operand visibly has: `dtype=jnp.int32`, `.astype(jnp.float16)`, or a
+        name bound once to such a value; None when the code does not say."""
+        if depth > 3:
+            return None
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "astype" and node.args:
+                return _dtype_name(self.ctx, node.args[0].value)
+            given = keyword(node, "dtype")
+            return _dtype_name(self.ctx, given) if given is not None else None
+        if isinstance(node, cst.Name):
+            owner = self.ctx.scope.lookup(node.value)
+            values = owner.values.get(node.value, []) if owner is not None else []
+            if len(values) == 1 and values[0] is not None and node.value not in owner.params:
+                return self._visible_dtype(values[0], depth + 1)
+        return None
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -1007,11 +1034,25 @@ class UnpinnedMatmulPrecision(Rule):
                     hit = [self._reaches(side, node, tainted) for side in sides]
                     # the product on one side only: on both, it is the shared input
                     if any(hit) and not (len(hit) > 1 and all(hit)):
-                        self.report(node, self.message.format(op=op), statement=statement)
+                        name, _, half = op.partition("|")
+                        message = self.message.format(op=name) if not half else (
+                            f"{name} of {half} operands is compared against a reference in this function: "
+                            f"its products round to {half} (about 3 significant digits) on every device, "
+                            f"whatever precision= says; compare at {half} tolerances (rtol ~1e-2) or compute in float32")
+                        self.report(node, message, statement=statement)
                         break
 
     def _reaches(self, side: cst.BaseExpression, matmul: cst.CSTNode, tainted: set[str]) -> bool:
         return any(n is matmul or (isinstance(n, cst.Name) and n.value in tainted) for n in descendants(side))
+
+
+def _dtype_name(ctx, node: cst.BaseExpression) -> str | None:
+    """`jnp.int32`, `np.float16`, `"bfloat16"` -> its name."""
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value if isinstance(node.evaluated_value, str) else None
+    name = ctx.qualname(node) or ""
+    tail = name.rsplit(".", 1)[-1]
+    return tail if name.startswith(("jax.numpy.", "numpy.", "ml_dtypes.")) else None
 
 
 _EXACT_CONSTRUCTORS = frozenset({"arange", "ones", "zeros", "eye", "identity", "ones_like", "zeros_like", "tri"})
