@@ -478,3 +478,31 @@ def test_an_eager_shard_map_body_is_not_traced_and_one_under_jit_is():
     assert {"JG101", "JG104"} <= set(found(jitted))
     kept = SHARDED.format(call='sharded = jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"))\nstep = jax.jit(sharded)')
     assert "JG101" in found(kept)  # not called at once: it may be jitted later, as here
+
+
+# A key drawn from inside a function mapped over a pytree: the same numbers for every leaf ----
+
+def test_a_key_drawn_in_a_tree_mapped_lambda_is_the_same_for_every_leaf():
+    noise = """
+    import jax
+
+    def perturb(params, key):
+        return jax.tree.map(lambda p: p + 0.01 * jax.random.normal(key, p.shape), params)
+    """
+    assert "JG603" in found(noise)
+    per_leaf = """
+    import jax
+
+    def perturb(params, key):
+        leaves, treedef = jax.tree.flatten(params)
+        keys = jax.tree.unflatten(treedef, list(jax.random.split(key, len(leaves))))
+        return jax.tree.map(lambda p, k: p + jax.random.normal(k, p.shape), params, keys)
+    """
+    aligned = """
+    import jax
+
+    def pick(genotypes, key, p):
+        # one individual: the same row of every leaf
+        return jax.tree.map(lambda x: jax.random.choice(key, x, shape=(1,), p=p), genotypes)
+    """
+    assert "JG603" not in found(per_leaf) and "JG603" not in found(aligned)

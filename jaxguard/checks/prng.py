@@ -108,7 +108,7 @@ class KeyFlow:
         if function is not None:
             # a parameter named like a key is one only if it is used as a key here
             # (`key` is just as often a dict key or a cache key)
-            used_as_keys = self._random_key_names(function.calls)
+            used_as_keys = self._random_key_names([*function.calls, *_lambda_calls(facts, function)])
             self.keys.update(p for p in function.params if KEY_PARAM.match(p) and p in used_as_keys)
         self.key_param = key_param
         self.param_consumed = False  # the value `key_param` arrived with was consumed
@@ -278,6 +278,8 @@ class KeyFlow:
 
     def _call(self, call: cst.Call, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
         name = self.facts.qualname(call.func, self.scope)
+        if name in _TREE_MAPS and call.args and isinstance(call.args[0].value, cst.Lambda):
+            self._mapped_lambda(call.args[0].value, name, shadowed)
         if name == "jax.random.fold_in":
             self._fold(call, state, shadowed)
         if name in NOT_CONSUMING or _is_clone(call.func):
@@ -325,6 +327,30 @@ class KeyFlow:
             proven = callee is not None or verdict == DRAWS or _samples(call)
             maybe = (haiku_apply and arg.keyword is None and node is arg.value) or id(node) in side_streams
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
+
+    def _mapped_lambda(self, function: cst.Lambda, mapper: str, shadowed: frozenset[str]) -> None:
+        """`jax.tree.map(lambda p: p + normal(key, p.shape), params)`: the lambda runs once per
+        leaf and draws from a key it does not receive: every leaf gets the same numbers."""
+        params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                         *function.params.kwonly_params)}
+        for inner, _ in _calls_in_evaluation_order(function.body):
+            if not isinstance(inner, cst.Call):
+                continue
+            drawn = self.facts.qualname(inner.func, self.scope) or ""
+            if not drawn.startswith("jax.random.") or drawn in NOT_CONSUMING or drawn == "jax.random.fold_in":
+                continue
+            if drawn.rsplit(".", 1)[-1] in ("permutation", "shuffle", "choice"):
+                continue  # one selection for every leaf keeps the leaves' rows aligned (one individual)
+            arg = _key_argument(inner)
+            key = self._key_id(arg, known_only=False) if arg is not None else None
+            if key is None or key.split("[")[0] in params | shadowed:
+                continue
+            use = Use(key, inner, drawn, False, self.statement)
+            self.findings.append(Finding("JG603", use, None, (
+                f"PRNG key '{key}' is drawn from in a function mapped over every leaf ({mapper}): every "
+                f"leaf of the same shape gets the same numbers; split it per leaf (`jax.random.split({key}, "
+                f"len(leaves))`) and map over the keys too")))
+            return
 
     def _handed_back(self, value: cst.BaseExpression) -> list[tuple[int, str]]:
         """`x, key = sample(key)` where the project index shows `sample` draws from the key it
@@ -645,6 +671,9 @@ def _key_argument(call: cst.Call) -> cst.BaseExpression | None:
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# functions that call their first argument once per leaf of a pytree
+_TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map", "jax.tree_util.tree_map_with_path",
+                        "jax.tree.map_with_path"})
 
 
 class _CallCollector(Visitor):
@@ -715,7 +744,15 @@ def key_flow(facts: ModuleFacts, source: str) -> list[Finding]:
 
 
 def _calls_jax_random(facts: ModuleFacts, info) -> bool:
-    return any((facts.qualname(call.func, info.scope) or "").startswith("jax.random.") for call in info.calls)
+    return any((facts.qualname(call.func, info.scope) or "").startswith("jax.random.")
+               for call in (*info.calls, *_lambda_calls(facts, info)))
+
+
+def _lambda_calls(facts: ModuleFacts, info) -> list[cst.Call]:
+    """The calls inside lambdas written directly in `info` (`jax.tree.map(lambda p: ..., t)`)."""
+    return [call for inner in facts.functions.values()
+            if isinstance(inner.node, cst.Lambda) and facts.enclosing_function(inner.parent) is info
+            for call in inner.calls]
 
 
 def _lax_loop_of(facts: ModuleFacts, info) -> str | None:
@@ -892,7 +929,14 @@ class KeyReusedInLoop(_KeyRule):
     name = "prng-key-reused-in-loop"
     summary = "A PRNG key consumed in a loop without being rebound: every iteration draws the same numbers"
     message = "PRNG key '{key}' is consumed in a loop body without being rebound there: every iteration draws the same numbers"
-    what = "Flags a key consumed inside a loop body (`for`, `while`, or a `fori_loop`/`scan`/`while_loop` body) that the body does not rebind."
+    what = """
+        Flags a key consumed inside a loop body (`for`, `while`, or a `fori_loop`/`scan`/`while_loop`
+        body) that the body does not rebind, in every element of a comprehension, and in a
+        function mapped over every leaf of a pytree (`jax.tree.map(lambda p: p + normal(key,
+        p.shape), params)`: leaves of one shape get the same noise). A permutation, shuffle or
+        choice with one key for several arrays or leaves keeps their rows aligned, on purpose,
+        and is not flagged.
+    """
     why = """
         Each iteration passes the same key, so each iteration gets the same random numbers.
         Split inside the loop (`key, sub = split(key)`), fold the step in (`fold_in(key, i)`),
@@ -921,10 +965,13 @@ class KeyReusedInLoop(_KeyRule):
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    x = jax.random.uniform(key)\n",
         "import jax\nfrom jax import lax\nkey = jax.random.key(0)\ndef body(i, acc):\n    return acc + jax.random.normal(key)\nout = lax.fori_loop(0, 10, body, 0.0)\n",
         "import jax\ndef train(step, n):\n    key = jax.random.key(0)\n    for _ in range(n):\n        step(key)\n",
+        # one key for every leaf of a pytree
+        "import jax\ndef perturb(params, key):\n    return jax.tree.map(lambda p: p + jax.random.normal(key, p.shape), params)\n",
     )
     valid = (
         # the same permutation for each of several arrays: paired data stays aligned
         "import jax\ndef shuffle(key, arrays):\n    return [jax.random.permutation(key, a) for a in arrays]\n",
+        "import jax\ndef pick(genotypes, key):\n    return jax.tree.map(lambda x: jax.random.choice(key, x, (1,)), genotypes)\n",
         "import jax\ndef noise(key):\n    return [jax.random.normal(k) for k in jax.random.split(key, 3)]\n",
         "import jax\ndef noise(key):\n    return [jax.random.normal(jax.random.fold_in(key, i)) for i in range(3)]\n",
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    key, sub = jax.random.split(key)\n    x = jax.random.uniform(sub)\n",
