@@ -154,8 +154,12 @@ def _differentiated(inputs, argnums):
     return tuple(diff)
 
 
-def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2, seed=0, rtol=None, atol=None):
+def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2, seed=0, rtol=None, atol=None, order=1):
     """Compare ``jax.grad(fn, argnums)`` with float64 central differences.
+
+    ``order=2`` checks second derivatives the same way (like jax.test_util's ``order=2`` and
+    torch's gradgradcheck): the gradient of ``x -> <grad fn(x), v>`` for a random ``v``,
+    that is a Hessian-vector product, against differences of the gradient.
 
     ``probes`` elements of the differentiated arguments (drawn without replacement) and
     ``directions`` random directions (a random sign per element: the directional
@@ -167,6 +171,10 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
     direction, at least the root-sum-square of its terms); by default rtol is sqrt(eps)
     of the working dtype and atol is 1e-3 * rtol * max|gradient|.
     """
+    if order not in (1, 2):
+        raise ValueError(f"check_grads: order must be 1 or 2, got {order!r}")
+    if order == 2:
+        fn = _gradient_along(fn, args, argnums, seed)
     inputs = split("check_grads", fn, args, static_argnums)
     if not (isinstance(probes, int) and isinstance(directions, int) and probes >= 0 and directions >= 0):
         raise ValueError(f"check_grads: probes and directions must be counts, got {probes!r} and {directions!r}")
@@ -241,6 +249,36 @@ def _bisect(evaluator, plan, context, sizes, leaves, base, grads):
             return None
     coordinate = _coordinate(int(elements[0]), sizes, leaves, base, grads, loss, rtol, atol)
     return _judge(coordinate, evaluator.difference(coordinate, coordinate.step), rtol, atol)
+
+
+def _gradient_along(fn, args, argnums, seed):
+    """`x -> <grad fn(x), v>` for a fixed random v (seeded): its gradient is H v."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    rng = np.random.default_rng(seed + 1)
+
+    def direction(leaf):
+        dtype = np.dtype(getattr(leaf, "dtype", None) or np.result_type(leaf))
+        shape = np.shape(leaf)
+        return rng.standard_normal(shape).astype(dtype) if is_inexact(dtype) else np.zeros(shape, dtype)
+
+    directions = {n: jax.tree_util.tree_map(direction, args[n]) for n in nums}
+
+    def along(*xs):
+        def inner(*diffed):
+            full = list(xs)
+            for n, value in zip(nums, diffed):
+                full[n] = value
+            return fn(*full)
+
+        grads = jax.grad(inner, argnums=tuple(range(len(nums))))(*[xs[n] for n in nums])
+        total = 0.0
+        for n, g in zip(nums, grads):
+            for gl, vl in zip(jax.tree_util.tree_leaves(g), jax.tree_util.tree_leaves(directions[n])):
+                total = total + (gl * vl).sum()
+        return total
+
+    along.__name__ = f"grad_of_{getattr(fn, '__name__', 'fn')}"
+    return along
 
 
 @dataclasses.dataclass

@@ -225,3 +225,27 @@ def test_the_wrong_element_is_named_by_bisecting_a_failed_direction():
     assert report.located is not None and report.located.index == (1234,) and not report.located.passed
     assert "wrong element (found by bisecting a failed direction): [0] (1234,)" in str(report)
     assert check_grads(lambda x: jnp.sum(sin_wrong_at(1234, 1.0)(x)), X2000).located is None
+
+
+def _softplus_with_wrong_hessian():
+    @jax.custom_jvp
+    def f(x):
+        return jnp.logaddexp(x, 0.0)
+
+    @jax.custom_jvp
+    def sigmoid(x):
+        return jax.nn.sigmoid(x)
+
+    sigmoid.defjvp(lambda p, t: (sigmoid(p[0]), 2.0 * jax.nn.sigmoid(p[0]) * (1 - jax.nn.sigmoid(p[0])) * t[0]))  # wrong: 2x
+    f.defjvp(lambda p, t: (f(p[0]), sigmoid(p[0]) * t[0]))
+    return f
+
+
+def test_second_order_checks_hessian_vector_products():
+    x = jnp.asarray(RNG.standard_normal(50), jnp.float32)
+    assert check_grads(lambda v: jnp.sum(jnp.sin(v) * v ** 2), x, order=2).passed
+    wrong = _softplus_with_wrong_hessian()
+    assert check_grads(lambda v: jnp.sum(wrong(v)), x).passed  # first derivatives are right
+    assert not check_grads(lambda v: jnp.sum(wrong(v)), x, order=2).passed
+    with pytest.raises(ValueError, match="order must be 1 or 2"):
+        check_grads(lambda v: jnp.sum(v), x, order=3)
