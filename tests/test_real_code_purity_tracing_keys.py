@@ -506,3 +506,23 @@ def test_a_key_drawn_in_a_tree_mapped_lambda_is_the_same_for_every_leaf():
         return jax.tree.map(lambda x: jax.random.choice(key, x, shape=(1,), p=p), genotypes)
     """
     assert "JG603" not in found(per_leaf) and "JG603" not in found(aligned)
+
+
+def test_calling_a_lambda_draws_from_the_key_it_closes_over():
+    twice = """
+    import jax
+
+    def sample(key):
+        draw = lambda: jax.random.normal(key)
+        return draw() + jax.random.uniform(key)
+    """
+    assert "JG601" in found(twice)
+    fresh = """
+    import jax
+
+    def sample(key):
+        draw = lambda k: jax.random.normal(k)
+        k1, k2 = jax.random.split(key)
+        return draw(k1) + jax.random.uniform(k2)
+    """
+    assert not {"JG601", "JG602", "JG603"} & set(found(fresh))

@@ -301,6 +301,10 @@ class KeyFlow:
             return
         if self.facts.is_abstract_trace(call, self.scope):
             return  # eval_shape / make_jaxpr / .lower(): traced with abstract values, nothing drawn
+        for key, drawn in self._captured_draws(call.func):
+            if key.split("[")[0] not in shadowed:
+                # `draw = lambda: normal(key)` then `draw()`: calling it draws from the key it closes over
+                self._consume(key, call, f"{self._describe(call)} (which draws from it with {drawn})", False, state)
         found = [(k, arg, node) for arg in call.args for k, node in self._passed_keys(arg.value)]
         found = [(k, arg, node) for k, arg, node in found if k.split("[")[0] not in shadowed]
         if not found:
@@ -327,6 +331,29 @@ class KeyFlow:
             proven = callee is not None or verdict == DRAWS or _samples(call)
             maybe = (haiku_apply and arg.keyword is None and node is arg.value) or id(node) in side_streams
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
+
+    def _captured_draws(self, func: cst.BaseExpression) -> list[tuple[str, str]]:
+        """(key, sampler) for each key a lambda bound to a name here draws from without
+        receiving it as a parameter: calling the lambda is a draw from that key."""
+        if not isinstance(func, cst.Name):
+            return []
+        owner = self.scope.lookup(func.value)
+        values = owner.values.get(func.value, []) if owner is not None else []
+        if len(values) != 1 or not isinstance(values[0], cst.Lambda):
+            return []
+        function = values[0]
+        params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
+                                         *function.params.kwonly_params)}
+        draws = []
+        for inner, _ in _calls_in_evaluation_order(function.body):
+            drawn = self.facts.qualname(inner.func, self.scope) or "" if isinstance(inner, cst.Call) else ""
+            if not drawn.startswith("jax.random.") or drawn in NOT_CONSUMING or drawn == "jax.random.fold_in":
+                continue
+            arg = _key_argument(inner)
+            key = self._key_id(arg, known_only=False) if arg is not None else None
+            if key is not None and key.split("[")[0] not in params and all(key != k for k, _ in draws):
+                draws.append((key, drawn))
+        return draws
 
     def _mapped_lambda(self, function: cst.Lambda, mapper: str, shadowed: frozenset[str]) -> None:
         """`jax.tree.map(lambda p: p + normal(key, p.shape), params)`: the lambda runs once per
