@@ -159,7 +159,9 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
 
     ``order=2`` checks second derivatives the same way (like jax.test_util's ``order=2`` and
     torch's gradgradcheck): the gradient of ``x -> <grad fn(x), v>`` for a random ``v``,
-    that is a Hessian-vector product, against differences of the gradient.
+    that is a Hessian-vector product, against differences of the gradient. A function with
+    array (or pytree) outputs is checked through ``x -> <fn(x), u>`` for a random ``u``
+    (seeded): that gradient is ``u^T J``, so every row of the Jacobian takes part.
 
     ``probes`` elements of the differentiated arguments (drawn without replacement) and
     ``directions`` random directions (a random sign per element: the directional
@@ -173,6 +175,7 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
     """
     if order not in (1, 2):
         raise ValueError(f"check_grads: order must be 1 or 2, got {order!r}")
+    fn = _scalar_along(fn, args, static_argnums, seed)
     if order == 2:
         fn = _gradient_along(fn, args, argnums, seed)
     inputs = split("check_grads", fn, args, static_argnums)
@@ -249,6 +252,33 @@ def _bisect(evaluator, plan, context, sizes, leaves, base, grads):
             return None
     coordinate = _coordinate(int(elements[0]), sizes, leaves, base, grads, loss, rtol, atol)
     return _judge(coordinate, evaluator.difference(coordinate, coordinate.step), rtol, atol)
+
+
+def _scalar_along(fn, args, static_argnums, seed):
+    """`fn` itself when it returns a real scalar; else `x -> <fn(x), u>` for a fixed random
+    `u` of its output's shapes (a vector-valued function's Jacobian, seen from one side)."""
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    try:
+        shapes = jax.eval_shape(lambda *xs: fn(*[args[i] if i in statics else x for i, x in enumerate(xs)]),
+                                *[None if i in statics else a for i, a in enumerate(args)])
+    except Exception:  # noqa: BLE001 - `split` and `trace` report bad inputs with their own words
+        return fn
+    leaves = jax.tree_util.tree_leaves(shapes)
+    if len(leaves) == 1 and leaves[0].shape == () and is_inexact(leaves[0].dtype) \
+            and not jax.dtypes.issubdtype(leaves[0].dtype, np.complexfloating):
+        return fn
+    if not leaves or not all(is_inexact(leaf.dtype) and not jax.dtypes.issubdtype(leaf.dtype, np.complexfloating)
+                             for leaf in leaves):
+        return fn  # integer or complex outputs: `_real_scalar` says what is wrong
+    rng = np.random.default_rng(seed + 2)
+    cotangents = [rng.standard_normal(leaf.shape).astype(leaf.dtype) for leaf in leaves]
+
+    def along(*xs):
+        out = jax.tree_util.tree_leaves(fn(*xs))
+        return sum((o * u).sum() for o, u in zip(out, cotangents))
+
+    along.__name__ = f"{getattr(fn, '__name__', 'fn')}_along_u"
+    return along
 
 
 def _gradient_along(fn, args, argnums, seed):
