@@ -437,7 +437,8 @@ class _Instrumenter:
                     local = apply_wide(eqn, [widen(x) for x in win])
                 # Like assert_close on mixed dtypes, the loosest of inputs and output: an
                 # upcast from float16 must not be held to float32's tolerance.
-                tol = tolerance(aval.dtype, *float_in_dtypes, rtol=self.rtol, atol=self.atol, rounding_floor=True)
+                tol = tolerance(aval.dtype, *float_in_dtypes, rtol=_for_op(self.rtol, name), atol=_for_op(self.atol, name),
+                                rounding_floor=True)
                 spread = _reduction_spread(eqn, [widen(x) for x in win]) if len(eqn.outvars) == 1 else None
                 vec = _float_stats(w, s, None if local is sout else local[k], tol, self.common, spread) + [0]
                 origins.append((self._add(eqn, k, merged, *tol, vec),))
@@ -588,6 +589,14 @@ class _Instrumenter:
         self.sites.append(_Site(eqn, *self._where(eqn), output, inputs, rtol, atol))
         self.stats.append(jnp.stack([jnp.asarray(x, jnp.float64) for x in vec]))
         return len(self.sites) - 1
+
+
+def _for_op(value, primitive: str):
+    """A tolerance given per primitive (`rtol={"dot_general": 1e-4}`): this op's entry, else
+    the value as given (a number, or a dict by dtype)."""
+    if isinstance(value, dict) and primitive in value:
+        return value[primitive]
+    return value
 
 
 def _lossy(origins: tuple) -> tuple:

@@ -502,3 +502,13 @@ def test_include_and_exclude_choose_the_primitives_recorded_and_the_log_has_inpu
     check_ops(lambda v: (v + 1e8) - 1e8, X, path=str(log))
     entry = json.loads(log.read_text().splitlines()[0])
     assert entry["input_shapes"] == ["float32[100]"]
+
+
+def test_tolerances_by_primitive():
+    x = jnp.asarray(RNG.standard_normal(100), jnp.float32)
+    assert not check_ops(lambda v: (v + 1e4) - 1e4, x).passed
+    loose = check_ops(lambda v: (v + 1e4) - 1e4, x, rtol={"sub": 1.0}, atol={"sub": 1.0})
+    sub = next(r for r in loose.records if r.primitive == "sub")
+    add = next(r for r in loose.records if r.primitive == "add")
+    assert loose.passed and (sub.rtol, sub.atol) == (1.0, 1.0)
+    assert add.rtol == 1.3e-6  # the ops not named keep their defaults
