@@ -46,8 +46,9 @@ def test_findings_per_cell(tmp_path, monkeypatch, capsys):
     lines = [line for line in out.splitlines() if "JG" in line]
     assert code == 1
     assert lines == [
-        "nb.ipynb:cell 2:3:1: JG301 " + lines[0].split(" JG301 ", 1)[1],
-        "nb.ipynb:cell 4:5:1: JG301 " + lines[1].split(" JG301 ", 1)[1],
+        # cells counted as ruff counts them: the markdown cell is cell 1
+        "nb.ipynb:cell 3:3:1: JG301 " + lines[0].split(" JG301 ", 1)[1],
+        "nb.ipynb:cell 5:5:1: JG301 " + lines[1].split(" JG301 ", 1)[1],
     ]
 
 
@@ -114,7 +115,7 @@ def test_notebook_on_stdin(tmp_path, monkeypatch, capsys):
     path = _notebook(tmp_path / "nb.ipynb", CELLS)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
     code, out = run(capsys, "-", "--stdin-filename", "nb.ipynb")
-    assert code == 1 and "nb.ipynb:cell 2:3:1: JG301" in out
+    assert code == 1 and "nb.ipynb:cell 3:3:1: JG301" in out
 
 
 def test_cached_notebook_findings_keep_their_cells(tmp_path, monkeypatch, capsys):
@@ -122,7 +123,7 @@ def test_cached_notebook_findings_keep_their_cells(tmp_path, monkeypatch, capsys
     _notebook(tmp_path / "nb.ipynb", CELLS)
     first = main(["check", "nb.ipynb"]), capsys.readouterr().out
     second = main(["check", "nb.ipynb"]), capsys.readouterr().out
-    assert first == second and "cell 4:5:1" in first[1]
+    assert first == second and "cell 5:5:1" in first[1]
 
 
 def test_a_cells_last_expression_is_its_output_not_a_discarded_result(tmp_path, monkeypatch, capsys):
@@ -168,8 +169,8 @@ def test_github_and_sarif_point_at_the_notebooks_json_line(tmp_path, monkeypatch
     location = json.loads(out)["runs"][0]["results"][0]["locations"][0]
     region = location["physicalLocation"]["region"]
     assert text.splitlines()[region["startLine"] - 1].strip().startswith('"x[0] = 1.0"')
-    assert location["logicalLocations"] == [{"name": "cell 2", "kind": "module"}]
-    assert location["properties"] == {"cell": 2, "cellLine": 3, "cellColumn": 1}
+    assert location["logicalLocations"] == [{"name": "cell 3", "kind": "module"}]
+    assert location["properties"] == {"cell": 3, "cellLine": 3, "cellColumn": 1}
 
 
 def test_a_source_written_as_one_string_maps_onto_that_string(tmp_path, monkeypatch, capsys):

@@ -6,7 +6,8 @@
   (`f?`, `?f`) become `pass` placeholders of the same indentation; a cell magic cell
   (`%%bash`, `%%time`...) is skipped as a whole.
 - Findings are reported as `nb.ipynb:cell N:line:col`: N is the cell's 1-based position
-  among the notebook's code cells, line is the line within the cell.
+  in the notebook, markdown cells counted (as ruff numbers them), line is the line within
+  the cell.
 - `--fix` fixes the joined module, splits it back at the markers, restores the masked
   lines, and replaces in the file's text only the `source` values of the cells that
   changed: every other byte (outputs, metadata, escapes such as `\u00e9`, CRLF line
@@ -55,7 +56,7 @@ _MAGIC_LINE = re.compile(r"^(\s*)pass  #@@jaxguard-magic-(\d+)@@$")
 @dataclass
 class _Cell:
     index: int  # position in nb["cells"]
-    number: int  # 1-based among code cells
+    number: int  # 1-based position among all the notebook's cells (ruff's numbering)
     text: str  # the cell's source as it is
     masked: list[str]  # the original lines that were masked, by placeholder number
     start: int = 0  # first line of the cell in the joined module (1-based)
@@ -109,11 +110,10 @@ def _build(notebook: dict) -> tuple[str, list[_Cell]]:
     cells: list[_Cell] = []
     parts: list[str] = []
     line = 1
-    number = 0
     for index, cell in enumerate(notebook.get("cells", [])):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        number += 1
+        number = index + 1
         text = _source_text(cell)
         if text.lstrip().startswith("%%"):
             continue  # a cell magic: not Python
