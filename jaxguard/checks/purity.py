@@ -155,6 +155,11 @@ class PrintInTraced(Rule):
 
 
 _STATIC_ANNOTATIONS = frozenset({"builtins.int", "builtins.bool", "builtins.str", "builtins.tuple", "typing.Tuple"})
+# containers whose items, when annotated static (`Sequence[str]`), make the whole static
+_STATIC_CONTAINERS = frozenset({
+    "typing.Sequence", "collections.abc.Sequence", "typing.List", "builtins.list", "typing.Mapping",
+    "collections.abc.Mapping", "typing.Dict", "builtins.dict", "typing.FrozenSet", "builtins.frozenset",
+})
 
 
 _LITERALS = (cst.SimpleString, cst.Integer, cst.Float)
@@ -250,7 +255,9 @@ def _static_annotation(facts: ModuleFacts, annotation: cst.BaseExpression, scope
         return _static_annotation(facts, annotation.left, scope) and _static_annotation(facts, annotation.right, scope)
     if isinstance(annotation, cst.Subscript):
         outer = facts.qualname(annotation.value, scope)
-        if outer not in _STATIC_ANNOTATIONS | {"typing.Optional", "typing.Union"}:
+        if outer in ("typing.Literal", "typing_extensions.Literal"):
+            return True  # `Literal["raise", "nan"]`: one of those Python values
+        if outer not in _STATIC_ANNOTATIONS | _STATIC_CONTAINERS | {"typing.Optional", "typing.Union"}:
             return False
         items = [element.slice.value for element in annotation.slice if isinstance(element.slice, cst.Index)]
         return len(items) == len(annotation.slice) and all(_static_annotation(facts, item, scope) for item in items)
@@ -828,6 +835,9 @@ class TracedMutatesOuterContainer(Rule):
         "    for i in range(10):\n        state['even' if i % 2 == 0 else 'odd'] += x\n    return state['even'] + state['odd']\n",
         "history = []\ndef f(x):\n    history.append(x)\n    return x\n",
         "import jax\n@jax.jit\ndef f(site):\n    site = site.copy()\n    site['value'] = 1.0\n    return site\n",
+        # shapes recorded at trace time: static facts, no tracer leaves the trace
+        "import jax\nimport jax.numpy as jnp\nshapes = []\n@jax.jit\ndef f(x):\n    shapes.append([jnp.shape(v) for v in jax.tree.leaves(x)])\n"
+        "    return x\n",
         # optax style: `update` of an optimizer is a pure method
         "import jax, optax\nopt = optax.sgd(0.1)\n@jax.jit\ndef step(params, state, grads):\n"
         "    updates, state = opt.update(grads, state, params)\n    return optax.apply_updates(params, updates), state\n",
@@ -868,6 +878,8 @@ class TracedMutatesOuterContainer(Rule):
         if method in RETURN_NONE and not self._discarded(node):
             return  # `buf = buffer.insert(buf, x)`: a functional API, not list.insert
         if method in MUTATING_METHODS or (method in AMBIGUOUS_MUTATING_METHODS and self._is_container(func.value)):
+            if node.args and static_information(self.ctx, [arg.value for arg in node.args]):
+                return  # `shapes.append(jnp.shape(carry))`: a static fact recorded, no tracer leaks
             self._check(func.value, node)
 
     def _discarded(self, call: cst.Call) -> bool:
