@@ -23,6 +23,7 @@ from jaxguard.lint.facts import (
     LAX_LOOPS,
     ModuleFacts,
     Scope,
+    all_params,
     assigned_names,
     literal_int,
     literal_str,
@@ -332,45 +333,44 @@ class KeyFlow:
             maybe = (haiku_apply and arg.keyword is None and node is arg.value) or id(node) in side_streams
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
 
-    def _captured_draws(self, func: cst.BaseExpression) -> list[tuple[str, str]]:
-        """(key, sampler) for each key a lambda bound to a name here draws from without
-        receiving it as a parameter: calling the lambda is a draw from that key."""
-        if not isinstance(func, cst.Name):
-            return []
-        owner = self.scope.lookup(func.value)
-        values = owner.values.get(func.value, []) if owner is not None else []
-        if len(values) != 1 or not isinstance(values[0], cst.Lambda):
-            return []
-        function = values[0]
-        params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
-                                         *function.params.kwonly_params)}
+    def _lambda_draws(self, function: cst.Lambda) -> list[tuple[str, str, cst.Call]]:
+        """(key, sampler, call) for each draw in a lambda's body from a key it does not receive
+        as a parameter: a key it closes over."""
+        params = {p.name.value for p in all_params(function.params)}
         draws = []
-        for inner, _ in _calls_in_evaluation_order(function.body):
-            drawn = self.facts.qualname(inner.func, self.scope) or "" if isinstance(inner, cst.Call) else ""
-            if not drawn.startswith("jax.random.") or drawn in NOT_CONSUMING or drawn == "jax.random.fold_in":
-                continue
-            arg = _key_argument(inner)
-            key = self._key_id(arg, known_only=False) if arg is not None else None
-            if key is not None and key.split("[")[0] not in params and all(key != k for k, _ in draws):
-                draws.append((key, drawn))
-        return draws
-
-    def _mapped_lambda(self, function: cst.Lambda, mapper: str, shadowed: frozenset[str]) -> None:
-        """`jax.tree.map(lambda p: p + normal(key, p.shape), params)`: the lambda runs once per
-        leaf and draws from a key it does not receive: every leaf gets the same numbers."""
-        params = {p.name.value for p in (*function.params.posonly_params, *function.params.params,
-                                         *function.params.kwonly_params)}
         for inner, _ in _calls_in_evaluation_order(function.body):
             if not isinstance(inner, cst.Call):
                 continue
             drawn = self.facts.qualname(inner.func, self.scope) or ""
             if not drawn.startswith("jax.random.") or drawn in NOT_CONSUMING or drawn == "jax.random.fold_in":
                 continue
-            if drawn.rsplit(".", 1)[-1] in ("permutation", "shuffle", "choice"):
-                continue  # one selection for every leaf keeps the leaves' rows aligned (one individual)
             arg = _key_argument(inner)
             key = self._key_id(arg, known_only=False) if arg is not None else None
-            if key is None or key.split("[")[0] in params | shadowed:
+            if key is not None and key.split("[")[0] not in params:
+                draws.append((key, drawn, inner))
+        return draws
+
+    def _captured_draws(self, func: cst.BaseExpression) -> list[tuple[str, str]]:
+        """(key, sampler) for each key a lambda bound to a name here closes over and draws
+        from: calling the lambda is a draw from that key."""
+        if not isinstance(func, cst.Name):
+            return []
+        owner = self.scope.lookup(func.value)
+        values = owner.values.get(func.value, []) if owner is not None else []
+        if len(values) != 1 or not isinstance(values[0], cst.Lambda):
+            return []
+        first: dict[str, str] = {}
+        for key, drawn, _ in self._lambda_draws(values[0]):
+            first.setdefault(key, drawn)
+        return list(first.items())
+
+    def _mapped_lambda(self, function: cst.Lambda, mapper: str, shadowed: frozenset[str]) -> None:
+        """`jax.tree.map(lambda p: p + normal(key, p.shape), params)`: the lambda runs once per
+        leaf and draws from a key it does not receive: every leaf gets the same numbers."""
+        for key, drawn, inner in self._lambda_draws(function):
+            if drawn.rsplit(".", 1)[-1] in ("permutation", "shuffle", "choice"):
+                continue  # one selection for every leaf keeps the leaves' rows aligned (one individual)
+            if key.split("[")[0] in shadowed:
                 continue
             use = Use(key, inner, drawn, False, self.statement)
             self.findings.append(Finding("JG603", use, None, (
