@@ -896,9 +896,8 @@ class ModuleFacts:
             deferred = [d for d in remaining if self._runs_traced(d[1])]
 
     def _runs_traced(self, scope: Scope) -> bool:
-        while scope is not None and scope.function is None:
-            scope = scope.parent
-        return scope is not None and scope.function.traced
+        function = self.enclosing_function(scope)
+        return function is not None and function.traced
 
     def _propagate(self) -> None:
         work = [info for info in self.functions.values() if info.traced]

@@ -343,6 +343,7 @@ class _Summariser:
                             calls.add(passed)
             elif isinstance(inner.func, ast.Attribute):
                 method_calls.add(inner.func.attr)
+        assigned = _assigned_values(flat)  # read by both result summaries
         info = {
             "params": params,
             "method": is_method,
@@ -350,8 +351,8 @@ class _Summariser:
             "calls": sorted(calls),
             "method_calls": sorted(method_calls),
             "keys": {},
-            "static": _StaticResult(self, node, flat, local, cls, self_name).result(),
-            "array": _ArrayResult(self, node, flat, local, cls, self_name).result(),
+            "static": _StaticResult(self, node, flat, local, cls, self_name, assigned).result(),
+            "array": _ArrayResult(self, params, flat, local, cls, self_name, assigned).result(),
             "returns": _returned_params(flat, params),
         }
         loads: dict[str, list[ast.Name]] = {}
@@ -451,11 +452,11 @@ class _ArrayResult:
     arguments give a traced result (`jnp.sum(model.masses > 0)`); a result made by anything
     else (`model.dofs()`, an unknown library) is unknown to the caller."""
 
-    def __init__(self, summariser: _Summariser, function, flat: _Flat, local, cls, self_name) -> None:
+    def __init__(self, summariser: _Summariser, params: list[str], flat: _Flat, local, cls, self_name, assigned) -> None:
         self.s, self.local, self.cls, self.self_name = summariser, local, cls, self_name
         self.flat = flat
-        self.params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
-        self.assigned = _assigned_values(flat)
+        self.params = set(params)
+        self.assigned = assigned
 
     def result(self) -> bool:
         returns = self.flat.own_returns
@@ -502,11 +503,11 @@ class _StaticResult:
     shape, dtype, flag or literal, or the result of a project function the index finds
     static ([True] / [False] / ["calls", names...]: decided by the index)."""
 
-    def __init__(self, summariser: _Summariser, function, flat: _Flat, local, cls, self_name) -> None:
+    def __init__(self, summariser: _Summariser, function, flat: _Flat, local, cls, self_name, assigned) -> None:
         self.s, self.function, self.local, self.cls, self.self_name = summariser, function, local, cls, self_name
         self.flat = flat
         self.needs: set[str] = set()
-        self.assigned = _assigned_values(flat)
+        self.assigned = assigned
 
     def result(self):
         if _static_annotation(self.function.returns):

@@ -850,7 +850,7 @@ class TracedFlow:
         binding = self._summary_binding(node, receiver, each, info)
         if binding is not None:
             returns, passed = binding
-            return NONE.union(*(passed.get(param, NONE) for param in returns))
+            return _received(passed, returns)
         if not self.proven or self._array_operation(node, name, tail, info):
             return receiver | args
         return NONE  # `model.dofs()`, `tree_size(p)`, `fn(x)`: the linter cannot see the result
@@ -906,7 +906,7 @@ class TracedFlow:
         if binding is None:
             return None
         parts, passed = binding
-        return [NONE.union(*(passed.get(param, NONE) for param in part)) for part in parts]
+        return [_received(passed, part) for part in parts]
 
     def _keeps_signature(self, callee: FunctionInfo) -> bool:
         """Undecorated, or decorated by JAX (jit, custom_vjp...) or static/class methods, which
@@ -919,6 +919,11 @@ class TracedFlow:
             if not name.startswith("jax.") and dotted_name(expr) not in ("staticmethod", "classmethod"):
                 return False
         return True
+
+
+def _received(passed: dict, params) -> frozenset[str]:
+    """The origins the call passes to these parameters of the callee."""
+    return NONE.union(*(passed.get(param, NONE) for param in params))
 
 
 def _bind_arguments(callee: FunctionInfo, passed_params: list[str], receiver, call: cst.Call, each) -> dict | None:
