@@ -223,3 +223,17 @@ def test_a_name_that_is_python_is_not_taken_for_an_automagic(tmp_path, monkeypat
     _notebook(tmp_path / "nb.ipynb", [("code", "import jax.numpy as jnp\ndef run(x):\n    return x\nrun (jnp.zeros(2))\nx = jnp.zeros(2)\nx[0] = 1")])
     code, out = run(capsys, "nb.ipynb")
     assert "cell 1:6:1: JG301" in out and "JG001" not in out
+
+
+def test_findings_left_after_a_fix_point_into_the_fixed_notebook(tmp_path, monkeypatch, capsys):
+    # the JG101 fix adds `import jax` to cell 2: the finding left in cell 3 must not shift
+    monkeypatch.chdir(tmp_path)
+    _notebook(tmp_path / "nb.ipynb", [
+        ("markdown", "# t"),
+        ("code", "from jax import jit\n@jit\ndef f(x):\n    print(x)\n    return x"),
+        ("code", "import numpy as np\n@jit\ndef g(x):\n    return x + np.random.rand()"),
+    ])
+    code, after_fix = run(capsys, "--fix", "--output-format", "github", "nb.ipynb")
+    assert "import jax" in (tmp_path / "nb.ipynb").read_text()
+    code, fresh = run(capsys, "--output-format", "github", "nb.ipynb")
+    assert after_fix.strip() == fresh.strip() and "cell 3:4:" in fresh

@@ -177,7 +177,7 @@ class _SourceInFile:
     strings (one per line, as Jupyter writes it) or one string."""
 
     def __init__(self, text: str, span: tuple[int, int], newlines: list[int]) -> None:
-        self.text, self.newlines = text, newlines
+        self.newlines = newlines
         # (offset of the character before the line's text: the string's opening quote, or
         # the `n` of the escaped line break before it; the line's text)
         self.lines: list[tuple[int, str]] = []
@@ -214,7 +214,7 @@ class _SourceInFile:
 
 
 def _sources_in_file(text: str, spans: dict[int, tuple[int, int]]) -> dict[int, _SourceInFile]:
-    newlines = [i for i, char in enumerate(text) if char == "\n"]
+    newlines = [match.start() for match in re.finditer("\n", text)]
     try:
         return {index: _SourceInFile(text, span, newlines) for index, span in spans.items()}
     except (ValueError, IndexError):
@@ -392,12 +392,13 @@ def check_notebook_text(
     joined, cells = _build(notebook)
     if not cells:
         return outcome
-    spans = _source_spans(text) or {}
-    sources = _sources_in_file(text, spans)
     if not fix:
         diagnostics, outcome.error = lint_text(joined, path, settings, prefilter)
+        # where in the file each finding lies: read from the JSON only when there is one
+        sources = _sources_in_file(text, _source_spans(text) or {}) if diagnostics else {}
         outcome.diagnostics = [_remap(d, cells, path, sources) for d in diagnostics]
         return outcome
+    spans = _source_spans(text) or {}
 
     def changes(candidate: str) -> dict[int, str] | None:
         """The new source of each cell the fixed module changes; None if it cannot be written
@@ -412,12 +413,15 @@ def check_notebook_text(
         return changes(candidate) is not None  # else the fix is skipped; its finding stays
 
     new_joined, applied, remaining, outcome.error = fix_text(joined, path, settings, unsafe, prefilter, accept=writable)
-    outcome.diagnostics = [_remap(d, cells, path, sources) for d in remaining]
-    if not applied or new_joined == joined:
-        return outcome
-    changed = changes(new_joined)
+    changed = changes(new_joined) if applied and new_joined != joined else None
     if changed:
         outcome.fixed = applied
         outcome.fixed_text = _splice(text, changed, spans)
         outcome.payload = bom + outcome.fixed_text.encode("utf-8")
+        # the findings that remain are in the fixed cells (a fix may have added lines)
+        text = outcome.fixed_text
+        cells = _build(json.loads(text))[1]
+        spans = _source_spans(text) or {}
+    sources = _sources_in_file(text, spans) if remaining else {}
+    outcome.diagnostics = [_remap(d, cells, path, sources) for d in remaining]
     return outcome
