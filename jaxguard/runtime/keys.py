@@ -93,7 +93,13 @@ def consume(key, what: str) -> None:
             errors_module.warn_at_own_code(
                 f"{error} (Inside {', '.join(sorted(packages))}, not your code: "
                 f"jaxguard.enable(libraries='raise') makes this an error.)", errors_module.LibraryGuardWarning)
-        _consumed[ident] = (weakref.ref(key, lambda _, i=ident: _forget(i)), stack, what)
+        _remember(key, stack, what)
+
+
+def _remember(key, stack, what: str) -> None:
+    """Record `key` as consumed (held weakly: forgotten when the key object goes)."""
+    ident = id(key)
+    _consumed[ident] = (weakref.ref(key, lambda _, i=ident: _forget(i)), stack, what)
 
 
 def _reuse_error(first_stack, first_what: str, stack, what: str) -> KeyReuseError:
@@ -195,8 +201,7 @@ def _body_with_consumed_carry(body, carry_index: int, consumed):
         with _lock:
             for i, (_, stack, what) in consumed:
                 if i < len(leaves) and _is_key(leaves[i]):
-                    leaf = leaves[i]
-                    _consumed[id(leaf)] = (weakref.ref(leaf, lambda _, j=id(leaf): _forget(j)), stack, what)
+                    _remember(leaves[i], stack, what)
         return body(*args)
 
     return body_with_consumed_carry

@@ -35,7 +35,6 @@ class Traces:
 
     def __init__(self):
         self.scope = -1
-        self.count = 0
         self.history: deque = deque(maxlen=_HISTORY)
         self.warned = False
         # functions carried by static arguments -> traces: each is another program (equinox's
@@ -155,19 +154,18 @@ def record(traces: Traces, fun, jit_options, args, kwargs, limit: int) -> None:
         group = _group(carried[0])  # name the user's function, not the library's wrapper
     with _lock:
         if traces.scope != _scope:
-            traces.scope, traces.count, traces.warned = _scope, 0, False
+            traces.scope, traces.warned = _scope, False
             traces.history.clear()
             traces.programs.clear()
         traces.history.append(sig)
         traces.programs[program] = count = traces.programs.get(program, 0) + 1
-        traces.count = count
         message = None
-        if traces.count > limit and not traces.warned:
+        if count > limit and not traces.warned:
             traces.warned = True
             cause, remedy = _explain(traces.history)
-            message = f"was traced and compiled {traces.count} times (limit {limit}): " \
+            message = f"was traced and compiled {count} times (limit {limit}): " \
                       f"{cause}. {remedy}"
-        elif traces.count == 1:
+        elif count == 1:
             key = (group, repr(jit_options), repr(sig), _captured(fun), program)
             objects = _recreated[key] = _recreated.get(key, 0) + 1
             if objects > limit and key not in _warned:
@@ -180,7 +178,7 @@ def record(traces: Traces, fun, jit_options, args, kwargs, limit: int) -> None:
     if message is not None:
         filename, lineno, name = group
         warn_at_own_code(f"{name} (defined at {format_where(filename, lineno)}) {message}",
-                     RecompileWarning)
+                         RecompileWarning)
 
 
 def _explain(history) -> tuple[str, str]:
