@@ -392,7 +392,7 @@ class _Instrumenter:
                 # (x + 1e8) - 1e8 to x under jit, hiding what the program says.
                 wout = jax.lax.optimization_barrier(bind(eqn, win))
                 sout = apply_wide(eqn, sin)
-                merged = tuple(sorted(set().union(*oin)))
+                merged = _merged(oin)
                 if eqn.primitive in LAYOUT:
                     oout = [merged] * len(wout)
                 else:
@@ -460,9 +460,9 @@ class _Instrumenter:
         p = eqn.params
         body = p["jaxpr"]
         nc, nk = p["num_consts"], p["num_carry"]
-        merged = tuple(sorted(set().union(*oin)))
+        merged = _merged(oin)
         one_step = lambda xs: [*xs[:nc + nk], *(jax.ShapeDtypeStruct(x.shape[1:], x.dtype) for x in xs[nc + nk:])]  # noqa: E731
-        origins = self._body_origins(body, one_step(win), one_step(sin), merged, nc, nk)
+        origins, _ = self._body_origins(body, one_step(win), one_step(sin), merged, nc, nk)
         child = self.child()
         first = len(self.sites)
         body_origins = []
@@ -487,11 +487,10 @@ class _Instrumenter:
         p = eqn.params
         cond, body = p["cond_jaxpr"], p["body_jaxpr"]
         nc, nb = p["cond_nconsts"], p["body_nconsts"]
-        merged = tuple(sorted(set().union(*oin)))
+        merged = _merged(oin)
         w_init, s_init = win[nc + nb:], sin[nc + nb:]
         body_w, body_s = win[nc:nc + nb], sin[nc:nc + nb]
-        origins = self._body_origins(body, [*body_w, *w_init], [*body_s, *s_init], merged, nb, len(w_init))
-        count = self._probed_count
+        origins, count = self._body_origins(body, [*body_w, *w_init], [*body_s, *s_init], merged, nb, len(w_init))
         child = self.child()
         first = len(self.sites)
         body_origins = []
@@ -510,52 +509,51 @@ class _Instrumenter:
         self.stats.extend(stats)
         return self._loop_outputs(eqn, w_out, s_out, merged, first, body_origins)
 
-    def _body_origins(self, body, win, sin, merged, nconsts, ncarry):
-        """Origins of a loop body's inputs: what the loop received, marked lossy, and for the
-        carry also the records that produce it in the body (last iteration's error comes
-        back). Found by tracing the body once with a probe (which records into copies)."""
-        lossy = _lossy(merged)
+    def _probe(self, body, win, sin, origins) -> tuple[int, list]:
+        """Trace a body once with a probe (which records into copies): (how many records it
+        makes, the origins of its outputs)."""
         probe = self.child(probe=True)
         found = []
 
         def traced(w, s):
-            w_out, s_out, o_out = probe.eval(body.jaxpr, body.consts, w, s, [lossy] * len(w))
+            w_out, s_out, o_out = probe.eval(body.jaxpr, body.consts, w, s, origins)
             found[:] = o_out
             return w_out, s_out
 
         jax.eval_shape(traced, win, sin)
-        self._probed_count = len(probe.stats)
+        return len(probe.stats), found
+
+    def _body_origins(self, body, win, sin, merged, nconsts, ncarry) -> tuple[list, int]:
+        """(origins of a loop body's inputs, how many records the body makes). An input's
+        origins are what the loop received, marked lossy, and for the carry also the records
+        that produce it in the body (last iteration's error comes back)."""
+        lossy = _lossy(merged)
+        count, found = self._probe(body, win, sin, [lossy] * len(win))
         origins = [lossy] * len(body.jaxpr.invars)
-        for k in range(ncarry):
-            if k < len(found):
-                origins[nconsts + k] = tuple(sorted({*lossy, *found[k]}))
-        return origins
+        for k in range(min(ncarry, len(found))):
+            origins[nconsts + k] = tuple(sorted({*lossy, *found[k]}))
+        return origins, count
 
     def _cond(self, eqn, win, sin, oin):
         """Run the branch the working index picks, instrumented; each branch's records have
         their own rows (zero when another branch ran). A float64 index that differs is a flip."""
         branches = eqn.params["branches"]
-        merged = tuple(sorted(set().union(*oin)))
+        merged = _merged(oin)
         operands_w, operands_s = win[1:], sin[1:]
         origins = [_lossy(merged)] * len(operands_w)
-        counts = []
-        for branch in branches:
-            probe = self.child(probe=True)
-            jax.eval_shape(lambda w, s, b=branch: probe.eval(b.jaxpr, b.consts, w, s, origins)[:2], operands_w, operands_s)
-            counts.append(len(probe.stats))
+        counts = [self._probe(branch, operands_w, operands_s, origins)[0] for branch in branches]
         child = self.child()
         first = len(self.sites)
         total = sum(counts)
-        body_origins = []
+        body_origins = [()] * len(eqn.outvars)  # per output, over every branch
 
         def run(k):
             def branch_fn(w, s):
                 child.stats = []
-                offset = sum(counts[:k])
                 w_out, s_out, o_out = child.eval(branches[k].jaxpr, branches[k].consts, w, s, origins)
-                body_origins.extend(o_out)
-                rows = child.body_stats()
-                stats = jnp.zeros((total, _N_STATS), jnp.float64).at[offset:offset + counts[k]].set(rows) if counts[k] else jnp.zeros((total, _N_STATS), jnp.float64)
+                body_origins[:] = [tuple(sorted({*a, *b})) for a, b in zip(body_origins, o_out)]
+                offset = sum(counts[:k])
+                stats = jnp.zeros((total, _N_STATS), jnp.float64).at[offset:offset + counts[k]].set(child.body_stats())
                 return w_out, s_out, stats
             return branch_fn
 
@@ -563,7 +561,7 @@ class _Instrumenter:
         self.stats.extend(stats)
         # the branch index itself: did float64 take the other branch?
         self._add(eqn, -1, merged, 0.0, 0.0, [0] * (_N_STATS - 1) + [jnp.sum(win[0] != sin[0])])
-        return self._loop_outputs(eqn, w_out, s_out, merged, first, body_origins[: len(eqn.outvars)])
+        return self._loop_outputs(eqn, w_out, s_out, merged, first, body_origins)
 
     def _loop_outputs(self, eqn, wout, sout, merged, first, body_origins):
         """The loop's outputs carry the error of the body's records; integer outputs (trip
@@ -597,6 +595,11 @@ def _for_op(value, primitive: str):
     if isinstance(value, dict) and primitive in value:
         return value[primitive]
     return value
+
+
+def _merged(origins) -> tuple:
+    """The records whose error reaches any of these values."""
+    return tuple(sorted(set().union(*origins)))
 
 
 def _lossy(origins: tuple) -> tuple:
