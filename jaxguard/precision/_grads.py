@@ -93,12 +93,16 @@ class GradReport:
     __repr__ = __str__
 
 
+def _real_float(dtype) -> bool:
+    return is_inexact(dtype) and not jax.dtypes.issubdtype(dtype, np.complexfloating)
+
+
 def _real_scalar(tool, out):
     check_outputs(tool, out)
     leaves = jax.tree_util.tree_leaves(out)
     leaf = leaves[0] if len(leaves) == 1 else None
     shape, dtype = np.shape(leaf), getattr(leaf, "dtype", np.result_type(leaf))
-    if leaf is None or shape != () or not is_inexact(dtype) or jax.dtypes.issubdtype(dtype, np.complexfloating):
+    if leaf is None or shape != () or not _real_float(dtype):
         got = f"{len(leaves)} values" if leaf is None else f"{np.dtype(dtype).name}{list(shape)}"
         raise TypeError(f"{tool}: fn must return a real floating-point scalar (the loss); it returned {got}")
     return out
@@ -109,6 +113,30 @@ def _real_scalar(tool, out):
 # on large ones running dominates, and it runs about a fifth slower.
 _FAST_COMPILE = {"xla_backend_optimization_level": 0}
 _FAST_COMPILE_UP_TO = 1 << 16  # elements in all arguments
+
+
+def _cached(function, inputs, *more):
+    """`function(fn, avals, *more, scalars)` through its lru_cache, keyed by the function,
+    its input types and static values (uncached when a static value is unhashable)."""
+    avals = tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) for x in inputs.arrays)
+    key = (inputs.fn, avals, *more, tuple(inputs.scalars.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return function.__wrapped__(*key)
+    return function(*key)
+
+
+@functools.lru_cache(maxsize=32)
+def _output_leaves(fn, avals, scalars):
+    """The shapes and dtypes of `fn`'s output leaves; None when it cannot be traced here
+    (the check that follows says why, in its own words)."""
+    shapes = [jax.ShapeDtypeStruct(shape, dtype, weak_type=weak) for shape, dtype, weak in avals]
+    try:
+        _, out = trace("check_grads", fn, shapes, dict(scalars))
+    except Exception:  # noqa: BLE001
+        return None
+    return tuple(jax.tree_util.tree_leaves(out))
 
 
 @functools.lru_cache(maxsize=32)
@@ -175,23 +203,21 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
     """
     if order not in (1, 2):
         raise ValueError(f"check_grads: order must be 1 or 2, got {order!r}")
-    fn = _scalar_along(fn, args, static_argnums, seed)
+    inputs = split("check_grads", fn, args, static_argnums)
+    outputs = _cached(_output_leaves, inputs)
+    if outputs is not None and not (len(outputs) == 1 and outputs[0].shape == ()) \
+            and outputs and all(_real_float(leaf.dtype) for leaf in outputs):
+        fn = _scalar_along(fn, outputs, seed)  # (integer or complex outputs: `_real_scalar` says so)
+        inputs = split("check_grads", fn, args, static_argnums)
     if order == 2:
         fn = _gradient_along(fn, args, argnums, seed)
-    inputs = split("check_grads", fn, args, static_argnums)
+        inputs = split("check_grads", fn, args, static_argnums)
     if not (isinstance(probes, int) and isinstance(directions, int) and probes >= 0 and directions >= 0):
         raise ValueError(f"check_grads: probes and directions must be counts, got {probes!r} and {directions!r}")
     if probes + directions == 0:
         raise ValueError("check_grads: probes=0 and directions=0 leave nothing to check")
     diff = _differentiated(inputs, argnums)
-    avals = tuple((x.shape, x.dtype, getattr(x, "weak_type", False)) for x in inputs.arrays)
-    key = (inputs.fn, avals, diff, tuple(inputs.scalars.items()))
-    try:
-        hash(key)
-    except TypeError:  # unhashable static values: no cache
-        value_and_grad, loss_at = _programs.__wrapped__(*key)
-    else:
-        value_and_grad, loss_at = _programs(*key)
+    value_and_grad, loss_at = _cached(_programs, inputs, diff)
     loss32, grads = value_and_grad(*inputs.arrays)
     if not np.isfinite(float(loss32)):
         raise ValueError(f"check_grads: fn is {float(loss32)} at these inputs: there is no derivative to check")
@@ -229,22 +255,22 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
         failed_direction = next((plans[i] for i, p in enumerate(out) if not p.passed and p.leaf == "all"), None)
         if failed_direction is not None and all(p.passed for p in out if p.leaf != "all"):
             context = (sizes, grads, norm_g, gx, xscale, loss, rtol, atol)
-            located = _bisect(evaluator, failed_direction, context, sizes, leaves, base, grads)
+            located = _bisect(evaluator, failed_direction, context, leaves, base)
     return GradReport(out, str(dtype), rtol, atol, located)
 
 
-def _bisect(evaluator, plan, context, sizes, leaves, base, grads):
+def _bisect(evaluator, plan, context, leaves, base):
     """The one wrong element of a failed direction: keep the half of its signs whose
     directional derivative still fails, down to one element (about 2 log2(n) float64
     evaluations), then check that coordinate. None when both halves pass (the error is
     spread over many elements)."""
-    sizes_, grads_, norm_g, gx, xscale, loss, rtol, atol = context
+    sizes, grads, norm_g, gx, xscale, loss, rtol, atol = context
     elements = np.flatnonzero(plan.signs)
     while len(elements) > 1:
         for part in (elements[: len(elements) // 2], elements[len(elements) // 2:]):
             signs = np.zeros_like(plan.signs)
             signs[part] = plan.signs[part]
-            sub = _direction(plan.index[0], signs, sizes_, grads_, norm_g, gx, xscale, loss, rtol, atol)
+            sub = _direction(plan.index[0], signs, sizes, grads, norm_g, gx, xscale, loss, rtol, atol)
             if not _judge(sub, evaluator.difference(sub, sub.step), rtol, atol).passed:
                 elements = part
                 break
@@ -254,24 +280,11 @@ def _bisect(evaluator, plan, context, sizes, leaves, base, grads):
     return _judge(coordinate, evaluator.difference(coordinate, coordinate.step), rtol, atol)
 
 
-def _scalar_along(fn, args, static_argnums, seed):
-    """`fn` itself when it returns a real scalar; else `x -> <fn(x), u>` for a fixed random
-    `u` of its output's shapes (a vector-valued function's Jacobian, seen from one side)."""
-    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    try:
-        shapes = jax.eval_shape(lambda *xs: fn(*[args[i] if i in statics else x for i, x in enumerate(xs)]),
-                                *[None if i in statics else a for i, a in enumerate(args)])
-    except Exception:  # noqa: BLE001 - `split` and `trace` report bad inputs with their own words
-        return fn
-    leaves = jax.tree_util.tree_leaves(shapes)
-    if len(leaves) == 1 and leaves[0].shape == () and is_inexact(leaves[0].dtype) \
-            and not jax.dtypes.issubdtype(leaves[0].dtype, np.complexfloating):
-        return fn
-    if not leaves or not all(is_inexact(leaf.dtype) and not jax.dtypes.issubdtype(leaf.dtype, np.complexfloating)
-                             for leaf in leaves):
-        return fn  # integer or complex outputs: `_real_scalar` says what is wrong
+def _scalar_along(fn, outputs, seed):
+    """`x -> <fn(x), u>` for a fixed random `u` of its output leaves' shapes (seeded): a
+    vector-valued function's Jacobian, seen from one side."""
     rng = np.random.default_rng(seed + 2)
-    cotangents = [rng.standard_normal(leaf.shape).astype(leaf.dtype) for leaf in leaves]
+    cotangents = [rng.standard_normal(leaf.shape).astype(leaf.dtype) for leaf in outputs]
 
     def along(*xs):
         out = jax.tree_util.tree_leaves(fn(*xs))
