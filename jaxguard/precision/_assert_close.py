@@ -6,6 +6,8 @@ import jax
 import ml_dtypes
 import numpy as np
 
+from jaxguard.precision._inputs import _short
+from jaxguard.precision._shadow import is_key
 from jaxguard.precision._tolerance import is_inexact, tolerance
 
 
@@ -67,33 +69,21 @@ def _fmt_value(x) -> str:
     return repr(value) if isinstance(value, (bool, int)) else str(value)
 
 
-def _short(value, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _fmt_number(x) -> str:
     # An exact integer difference prints in full (2**62 + 1 - 2**62 is 1, not 0).
     return str(x) if isinstance(x, (int, np.integer)) else f"{x:.6g}"
 
 
-def _is_key(x) -> bool:
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
-
-
 def _is_number_like(x) -> bool:
-    if _is_torch_tensor(x) or isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex)):
-        return True
-    return False
+    return _is_torch_tensor(x) or isinstance(x, (jax.Array, np.ndarray, np.generic, bool, int, float, complex))
 
 
 def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_dtype):
     """Return None if close, else the lines of a failure message."""
-    if _is_key(actual) or _is_key(expected):
+    if is_key(actual) or is_key(expected):
         # typed PRNG keys: the same key has the same key data, bit for bit
-        if not (_is_key(actual) and _is_key(expected)):
-            return [f"A PRNG key is compared with a {type(expected if _is_key(actual) else actual).__name__}."]
+        if not (is_key(actual) and is_key(expected)):
+            return [f"A PRNG key is compared with a {type(expected if is_key(actual) else actual).__name__}."]
         if jax.random.key_impl(actual) != jax.random.key_impl(expected):
             return [f"The PRNG key implementations do not match: {jax.random.key_impl(actual)} != {jax.random.key_impl(expected)}."]
         actual, expected = jax.random.key_data(actual), jax.random.key_data(expected)
@@ -104,7 +94,7 @@ def _compare_leaf(actual, expected, rtol, atol, equal_nan, check_dtype):
             return [f"The types do not match: {type(actual).__name__} != {type(expected).__name__}."]
         if actual == expected:
             return None
-        return [f"The values are not equal: {_short(actual)} != {_short(expected)}."]
+        return [f"The values are not equal: {_short(actual, 80)} != {_short(expected, 80)}."]
     a, e = _to_numpy(actual), _to_numpy(expected)
     if a.shape != e.shape:
         return [f"The values for attribute 'shape' do not match: {a.shape} != {e.shape}."]
@@ -215,7 +205,7 @@ def _structure_difference(actual, expected, actual_def, expected_def, path: str 
 
 def _kind(value) -> str:
     if isinstance(value, dict):
-        return f"a dict with keys {_short(list(value))}"
+        return f"a dict with keys {_short(list(value), 80)}"
     if isinstance(value, tuple):
         return f"a sequence of {len(value)}"
     return f"a {type(value).__name__}"

@@ -110,16 +110,22 @@ class Divergence:
         return "\n".join(lines)
 
 
+def _abs_diff(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """|x - y| elementwise: 0 where equal (infinities and NaNs included); NaN on one side
+    only is an infinite difference (and inf stays inf)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where((x == y) | (np.isnan(x) & np.isnan(y)), 0.0, np.abs(x - y))
+    return np.where(np.isnan(diff), np.inf, diff)
+
+
+def _worst(values: np.ndarray) -> float:
+    """The largest value (a NaN counts as infinite); 0 for an empty array."""
+    return float(np.where(np.isnan(values), np.inf, values).max()) if values.size else 0.0
+
+
 def _max_abs(xs, ys) -> float:
-    worst = 0.0
-    for x, y in zip(xs, ys):
-        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-        if x.size:
-            with np.errstate(invalid="ignore"):
-                diff = np.where((x == y) | (np.isnan(x) & np.isnan(y)), 0.0, np.abs(x - y))
-            # NaN on one side only is an infinite difference (and inf stays inf).
-            worst = max(worst, float(np.where(np.isnan(diff), np.inf, diff).max()))
-    return worst
+    return max((_worst(_abs_diff(np.asarray(x, np.float64), np.asarray(y, np.float64))) for x, y in zip(xs, ys)),
+               default=0.0)
 
 
 def _same_bits(a, b) -> bool:
@@ -166,12 +172,7 @@ def _output(path: str, jitted, eager, wide, rtol, atol) -> OutputDivergence:
     rtol, atol = tolerance(jitted.dtype, rtol=rtol, atol=atol)
     j, e, w = (np.asarray(x, np.float64) if not np.iscomplexobj(x) else np.asarray(x, np.complex128) for x in (jitted, eager, wide))
 
-    def diff(x):
-        with np.errstate(invalid="ignore", over="ignore"):
-            d = np.where((x == w) | (np.isnan(x) & np.isnan(w)), 0.0, np.abs(x - w))
-        return np.where(np.isnan(d), np.inf, d)
-
-    dj, de = diff(j), diff(e)
+    dj, de = _abs_diff(j, w), _abs_diff(e, w)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         bound = atol + rtol * np.abs(w)
         ratio = np.maximum(np.where(dj == 0, 0.0, dj / bound), np.where(de == 0, 0.0, de / bound))
@@ -179,10 +180,9 @@ def _output(path: str, jitted, eager, wide, rtol, atol) -> OutputDivergence:
     worst = int(np.argmax(dj)) if dj.size else 0
     return OutputDivergence(
         path=path or "[0]", dtype=str(jitted.dtype), shape=tuple(jitted.shape),
-        jit_vs_eager=_max_abs([jitted], [eager]), eager_vs_f64=float(de.max()) if de.size else 0.0,
-        jit_vs_f64=float(dj.max()) if dj.size else 0.0,
-        jit_relative=float(np.where(np.isnan(relative), np.inf, relative).max()) if relative.size else 0.0,
+        jit_vs_eager=_max_abs([jitted], [eager]), eager_vs_f64=_worst(de), jit_vs_f64=_worst(dj),
+        jit_relative=_worst(relative),
         worst_index=tuple(int(i) for i in np.unravel_index(worst, jitted.shape)) if jitted.shape else (),
-        tolerance_ratio=float(np.where(np.isnan(ratio), np.inf, ratio).max()) if ratio.size else 0.0,
+        tolerance_ratio=_worst(ratio),
         rtol=rtol, atol=atol, bitwise_equal=_same_bits(jitted, eager),
     )

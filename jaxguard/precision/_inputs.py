@@ -59,9 +59,9 @@ class Inputs:
     n_args: int
 
 
-def _short(value) -> str:
+def _short(value, limit: int = 40) -> str:
     text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _as_array(tool, value, label, argnum):
