@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import difflib
 import sys
 from pathlib import Path
@@ -251,7 +250,7 @@ def _check(args: argparse.Namespace) -> int:
     jobs = args.jobs or default_jobs()
     views = {} if args.no_project_index else project_views(found.files, cache_dir, config.exclude, config.root, jobs)
     tasks = [
-        Task(path, _with_view(_settings_for(config, path), views.get(path)), fix, args.unsafe_fixes, not args.diff, not args.no_prefilter)
+        Task(path, _settings_for(config, path).with_project(views.get(path)), fix, args.unsafe_fixes, not args.diff, not args.no_prefilter)
         for path in found.files
     ]
     for result in run(tasks, args.jobs, cache_dir):
@@ -266,10 +265,6 @@ def _check(args: argparse.Namespace) -> int:
     diagnostics.sort(key=report.sort_key)
     diffs.sort()
     return _finish(args, diagnostics, error, fixed, unsafe_hidden, "".join(d for _, d in diffs))
-
-
-def _with_view(settings, view):
-    return settings if view is None else dataclasses.replace(settings, project=view)
 
 
 def _settings_for(config, path: str):
@@ -315,7 +310,7 @@ def _check_stdin(args: argparse.Namespace, config) -> int:
         from jaxguard.lint.project import view_for_text
 
         cache_dir = None if args.no_cache else str(_cache_dir(args, config))
-        settings = _with_view(settings, view_for_text(name, data, cache_dir, config.exclude, config.root))
+        settings = settings.with_project(view_for_text(name, data, cache_dir, config.exclude, config.root))
     fix = args.fix or args.diff
     try:
         check_size(len(data), limit)

@@ -51,7 +51,6 @@ def _in_tests(settings: LintSettings, filename: str, selected: tuple[str, ...]) 
 
 def _with_project(settings: LintSettings, filename: str, source: str) -> LintSettings:
     """The file's view of its project (what the CLI on the whole folder would use)."""
-    import dataclasses
     import os
 
     from jaxguard.lint.cache import default_cache_dir
@@ -66,7 +65,7 @@ def _with_project(settings: LintSettings, filename: str, source: str) -> LintSet
         view = view_for_text(filename, source.encode("utf-8", "surrogatepass"), str(default_cache_dir(root)), exclude, root)
     except Exception:  # the index is an aid: without it the file is checked alone
         return settings
-    return dataclasses.replace(settings, project=view)
+    return settings.with_project(view)
 
 
 class JaxGuardChecker:

@@ -146,7 +146,7 @@ class JaxguardServer(LanguageServer):
 
             others = {p: t.encode("utf-8", "surrogatepass") for p, t in self.open_python_documents().items() if p != path}
             view = view_for_text(path, data, str(default_cache_dir(config.root)), config.exclude, config.root, others)
-            settings = _with_view(settings, view)
+            settings = settings.with_project(view)
         outcome = check_data(data, path, settings, fix=fix, unsafe=self.options.unsafe_fixes)
         return Checked(version, text, outcome.diagnostics), outcome
 
@@ -178,8 +178,12 @@ class JaxguardServer(LanguageServer):
         differently (a function it traces, a key its helper draws from)."""
         if not self.options.project_index:
             return
+        from jaxguard.lint.project import find_root
+
+        root = find_root(Path(to_fs_path(uri)))
         for other in list(self.workspace.text_documents):
-            if other != uri and other in self.checked:
+            # only files of the same project see this one's text (`view_for_text`)
+            if other != uri and other in self.checked and find_root(Path(to_fs_path(other))) == root:
                 self.schedule(other, delay=self.options.debounce)
 
     def schedule(self, uri: str, delay: float) -> None:
@@ -247,12 +251,6 @@ class JaxguardServer(LanguageServer):
 
 
 server = JaxguardServer()
-
-
-def _with_view(settings, view):
-    import dataclasses
-
-    return dataclasses.replace(settings, project=view)
 
 
 def _excluded(config: Config, path: str) -> bool:

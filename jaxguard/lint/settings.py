@@ -3,7 +3,7 @@ cache by them and answering from the cache never imports libcst)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jaxguard.lint.project import ProjectView
 
@@ -16,3 +16,7 @@ class LintSettings:
     # what the rest of the project tells about this file (jaxguard.lint.project); None: the
     # file is checked alone
     project: ProjectView | None = None
+
+    def with_project(self, view: ProjectView | None) -> LintSettings:
+        """These settings with the project's view of the file (unchanged without one)."""
+        return self if view is None else replace(self, project=view)
