@@ -290,7 +290,7 @@ class KeyFlow:
             key = self._key_id(arg, known_only=False) if arg is not None else None
             if key is not None and key.split("[")[0] not in shadowed:
                 self._consume(key, call, name, name == "jax.random.split", state)
-                if shadowed and not self.key_param and name.rsplit(".", 1)[-1] not in ("permutation", "shuffle"):
+                if shadowed and not self.key_param and name.rsplit(".", 1)[-1] not in _REORDERINGS:
                     # (one permutation for each of several arrays keeps paired data aligned)
                     # in a comprehension's element: every element draws from the same key
                     use = Use(key, call, name, False, self.statement)
@@ -368,7 +368,7 @@ class KeyFlow:
         """`jax.tree.map(lambda p: p + normal(key, p.shape), params)`: the lambda runs once per
         leaf and draws from a key it does not receive: every leaf gets the same numbers."""
         for key, drawn, inner in self._lambda_draws(function):
-            if drawn.rsplit(".", 1)[-1] in ("permutation", "shuffle", "choice"):
+            if drawn.rsplit(".", 1)[-1] in (*_REORDERINGS, "choice"):
                 continue  # one selection for every leaf keeps the leaves' rows aligned (one individual)
             if key.split("[")[0] in shadowed:
                 continue
@@ -698,6 +698,9 @@ def _key_argument(call: cst.Call) -> cst.BaseExpression | None:
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+# samplers that, given one key for several arrays of one length, reorder them alike: paired
+# data stays aligned, on purpose
+_REORDERINGS = ("permutation", "shuffle")
 # functions that call their first argument once per leaf of a pytree
 _TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map", "jax.tree_util.tree_map_with_path",
                         "jax.tree.map_with_path"})
