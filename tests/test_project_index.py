@@ -103,7 +103,7 @@ def test_a_key_passed_on_through_two_modules_is_followed(tmp_path):
 X64_MODULE = "import jax.numpy as jnp\ndef f(x):\n    return x.astype(jnp.float64)\n"
 
 
-@pytest.mark.parametrize("where", ["init", "config-imported-by-init", "imported-module"])
+@pytest.mark.parametrize("where", ["init", "config-imported-by-init", "imported-module", "star-imported-by-init"])
 def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
     enable = "import jax\njax.config.update('jax_enable_x64', True)\n"
     files = {"pkg/__init__.py": "", "pkg/ops.py": X64_MODULE}
@@ -112,6 +112,10 @@ def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
     elif where == "config-imported-by-init":
         files["pkg/__init__.py"] = "from . import _config\n"
         files["pkg/_config.py"] = enable
+    elif where == "star-imported-by-init":  # `from .sub import *` runs sub's import too
+        files["pkg/__init__.py"] = "from pkg.sub import *\n"
+        files["pkg/sub/__init__.py"] = "from pkg.sub.precision import *\n"
+        files["pkg/sub/precision.py"] = "import jax\nif not jax.config.read('jax_enable_x64'):\n    " + enable.splitlines()[1] + "\n"
     else:
         files["pkg/setup.py"] = enable
         files["pkg/ops.py"] = "from pkg import setup\n" + X64_MODULE
@@ -192,6 +196,15 @@ JIT_ELSEWHERE = {
 def test_a_function_jitted_by_another_module_is_traced(tmp_path):
     root = make(tmp_path, JIT_ELSEWHERE)
     assert check(root, "pkg") == [("pkg/net.py", 2, "JG101")]
+
+
+def test_a_function_reexported_by_a_star_import_is_resolved(tmp_path):
+    files = {
+        **JIT_ELSEWHERE,
+        "pkg/__init__.py": "from pkg.net import *\n",
+        "pkg/runner.py": "import jax\nimport pkg\nupdate = jax.jit(pkg.apply_fn)\n",
+    }
+    assert check(make(tmp_path, files), "pkg") == [("pkg/net.py", 2, "JG101")]
 
 
 def test_a_function_nobody_jits_is_not_traced(tmp_path):

@@ -211,6 +211,10 @@ class ProjectIndex:
             for table in (summary["aliases"], summary["imports"]):
                 if head in table and table[head] != qualified:
                     return self.resolve(".".join([table[head], *tail]), depth + 1)
+            for star in summary["star_imports"]:  # `from m import *` re-exports m's names
+                found = self.resolve(f"{star}.{name}", depth + 1)
+                if found is not None:
+                    return found
             return None
         return None
 
@@ -300,7 +304,7 @@ class ProjectIndex:
         or a module it imports (transitively)."""
         importers: dict[str, set[str]] = {}
         for module, summary in self.summaries.items():
-            for target in summary["imports"].values():
+            for target in [*summary["imports"].values(), *summary["star_imports"]]:
                 imported = self.module_of(target)
                 while imported:  # importing a.b.c runs a/__init__, a/b/__init__ too
                     if imported in self.summaries and imported != module:

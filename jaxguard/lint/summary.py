@@ -49,7 +49,10 @@ _X64_VALUES = (True, 1, "1", "true", "True")
 
 
 def empty_summary() -> dict:
-    return {"imports": {}, "x64": False, "marks": [], "functions": {}, "static_fields": {}, "fields": [], "aliases": {}, "module_calls": []}
+    return {
+        "imports": {}, "star_imports": [], "x64": False, "marks": [], "functions": {}, "static_fields": {},
+        "fields": [], "aliases": {}, "module_calls": [],
+    }
 
 
 def summarise(source: str, module: str, is_package: bool) -> dict:
@@ -80,6 +83,7 @@ class _Summariser:
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.imports: dict[str, str] = {}
+        self.star_imports: list[str] = []  # `from m import *`: m's names are this module's too
         self.local_defs: set[str] = set()
         self.classes: dict[str, set[str]] = {}
         self.summary = empty_summary()
@@ -106,6 +110,8 @@ class _Summariser:
                 for alias in node.names:
                     if alias.name != "*":
                         into[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+                    elif into is self.imports and base and base not in self.star_imports:
+                        self.star_imports.append(base)
             elif isinstance(node, (ast.If, ast.Try)) or type(node).__name__ == "TryStar":
                 for block in _blocks(node):
                     self._read_imports(block, into)
@@ -142,6 +148,7 @@ class _Summariser:
                 }
         summary = self.summary
         summary["imports"] = dict(self.imports)
+        summary["star_imports"] = list(self.star_imports)
         functions = [(node, owner, _Flat(node)) for node, owner in _named_functions(tree)]
         as_script = _module_code(tree.body, main=True)
         at_import_code = _module_code(tree.body, main=False)
