@@ -332,3 +332,65 @@ def test_the_runtime_without_jax_says_what_to_install():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert "pip install 'jaxguard[runtime]'" in out and "runtime guards" in out
+
+
+# Code generated for several backends picks its branch with a module constant
+# (`JAX_MODE = True`): the NumPy branch never runs under JAX.
+BACKEND_SWITCH = """
+    import jax.numpy as np
+
+    JAX_MODE = True
+
+    def fill(values):
+        out = np.zeros(3)
+        if JAX_MODE:
+            out = out.at[0].set(values[0])
+        else:
+            out[0] = values[0]
+        return out
+
+    def shifted(ids):
+        shifted = np.roll(ids, 1)
+        if not JAX_MODE:
+            shifted[0] = -1
+        return shifted
+
+    def solve(a):
+        if JAX_MODE:
+            return np.linalg.inv(a)
+        result = np.empty_like(a)
+        result[0] = 1.0
+        return result
+"""
+
+
+def test_branches_a_constant_flag_rules_out_are_not_checked():
+    assert codes(BACKEND_SWITCH) == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("JAX_MODE = True", "JAX_MODE = False"),  # the other branch runs now
+        ("JAX_MODE = True", "JAX_MODE = read_flag()"),  # not a constant
+        ("JAX_MODE = True\n", "JAX_MODE = True\n\ndef flip():\n    global JAX_MODE\n    JAX_MODE = False\n"),
+    ],
+)
+def test_branches_that_may_run_are_checked(change):
+    source = clean(BACKEND_SWITCH).replace(*change)
+    assert "JG301" in codes(source)
+
+
+def test_type_checking_blocks_are_not_checked():
+    source = """
+        from typing import TYPE_CHECKING
+        import jax.numpy as jnp
+
+        def f():
+            x = jnp.zeros(3)
+            if TYPE_CHECKING:
+                x[0] = 1
+            return x
+    """
+    assert codes(source) == []
+    assert codes(source.replace("if TYPE_CHECKING:", "if x.size:")) == ["JG301"]

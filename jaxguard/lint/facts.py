@@ -587,6 +587,12 @@ def node_name(node: cst.CSTNode) -> str | None:
     return name.value if isinstance(name, cst.Name) else None
 
 
+def _leaves(body) -> bool:
+    """A block whose last statement returns or raises."""
+    last = body[-1] if body else None
+    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))
+
+
 class ModuleFacts:
     """Everything rules share about one module. Build with `ModuleFacts.build(module)`."""
 
@@ -688,6 +694,68 @@ class ModuleFacts:
         if name in self.globals_assigned_in_functions:
             return False
         return self.last_module_binding.get(name, 0) < info.order
+
+    @functools.cached_property
+    def constant_flags(self) -> dict[str, bool]:
+        """Module-level names bound once, to True or False, and never rebound
+        (`JAX_MODE = True` in code generated for several backends), and `TYPE_CHECKING`."""
+        scope = self.module_scope
+        flags = {}
+        for name, values in scope.values.items():
+            if len(values) == 1 and self.module_assignments.get(name) == ["top"] and name not in self.globals_assigned_in_functions:
+                value = values[0]
+                if isinstance(value, cst.Name) and value.value in ("True", "False"):
+                    flags[name] = value.value == "True"
+        for name, qualified in scope.imports.items():
+            if qualified == "typing.TYPE_CHECKING" and name not in scope.values:
+                flags[name] = False
+        return flags
+
+    def truth(self, test: cst.BaseExpression) -> bool | None:
+        """The value of an `if` test built from constant flags (`not JAX_MODE`), else None."""
+        if isinstance(test, cst.Name):
+            return self.constant_flags.get(test.value)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self.truth(test.expression)
+            return None if inner is None else not inner
+        if isinstance(test, cst.BooleanOperation):
+            left, right = self.truth(test.left), self.truth(test.right)
+            decisive = isinstance(test.operator, cst.Or)  # the value that settles the operation alone
+            if decisive in (left, right):
+                return decisive
+            return None if left is None or right is None else not decisive
+        return None
+
+    @functools.cached_property
+    def dead_statements(self) -> set[cst.CSTNode]:
+        """Statements that never run: the branch a constant flag rules out, and what follows
+        an always-taken branch that always returns or raises. Nothing is reported there."""
+        dead: set[cst.CSTNode] = set()
+        if not self.constant_flags:
+            return dead
+
+        class _Blocks(Visitor):
+            def visit_If(inner, node: cst.If) -> None:
+                truth = self.truth(node.test)
+                if truth is False:
+                    dead.update(node.body.body)
+                elif truth is True and node.orelse is not None:
+                    dead.update([node.orelse] if isinstance(node.orelse, cst.If) else node.orelse.body.body)
+
+            def visit_IndentedBlock(inner, node: cst.IndentedBlock) -> None:
+                _after_always_leaving(node.body)
+
+            def visit_Module(inner, node: cst.Module) -> None:
+                _after_always_leaving(node.body)
+
+        def _after_always_leaving(body) -> None:
+            for index, statement in enumerate(body):
+                if isinstance(statement, cst.If) and self.truth(statement.test) is True and _leaves(statement.body.body):
+                    dead.update(body[index + 1:])
+                    return
+
+        walk(self.module, _Blocks())
+        return dead
 
     @property
     def module_scope(self) -> Scope:
