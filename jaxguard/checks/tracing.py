@@ -716,6 +716,9 @@ class JitInLoop(Rule):
         # a method of an object the loop rebinds: a new bound method every iteration
         "import jax\ndef fill(buffer, items):\n    for item in items:\n        buffer = jax.jit(buffer.insert)(item)\n"
         "    return buffer\n",
+        # an object the loop makes anew from nothing that changes: a retrace every iteration
+        "import jax\nclass Solver:\n    def __call__(self, x):\n        return x\ndef run(xs):\n    for x in xs:\n"
+        "        solver = Solver()\n        y = jax.jit(solver)(x)\n    return y\n",
         # the same module-level function re-wrapped every iteration: slow dispatch
         "import jax\ndef step(x):\n    return x + 1\nx = 0.0\nfor _ in range(10):\n    x = jax.jit(step)(x)\n",
         # reshaped in the loop, but to one shape: the same compiled code every iteration
@@ -758,6 +761,15 @@ class JitInLoop(Rule):
         # a sweep: the compiled function is built from something made from the loop variable
         "import jax\ndef make(smooth):\n    return lambda x: x * 2 if smooth else x\ndef trajectory(step, n):\n    return step\n"
         "for smooth in [True, False]:\n    step_fn = make(smooth)\n    rollout = jax.jit(trajectory(step_fn, 10))\n    rollout(1.0)\n",
+        # a test's sweep: the object compiled is made from the loop variable (jaxns's tests)
+        "import jax\nclass Search:\n    def __init__(self, model):\n        self.model = model\n"
+        "    def __call__(self, key):\n        return self.model\ndef test_problems(a, b):\n"
+        "    for name, model in [('a', a), ('b', b)]:\n        search = Search(model)\n"
+        "        out = jax.jit(search)(key=jax.random.key(0))\n",
+        # ... also when it is made from an outer loop's variable
+        "import jax\ndef make(axes):\n    return lambda x: x.sum(axes)\ndef test_axes(xs):\n"
+        "    for axes in [(0,), (1,)]:\n        for x in xs:\n            fn = make(axes)\n"
+        "            fn = jax.jit(fn)\n            fn(x)\n",
         # a sweep: the object whose method is compiled is made from the loop variable
         "import jax\nfrom functools import partial\ndef make(axis):\n    return axis\nfor axis_name in [None, 'i']:\n"
         "    model = make(partial(print, axis=axis_name))\n    out = jax.pmap(model.init, axis_name='i')(1.0)\n",
@@ -876,6 +888,9 @@ class JitInLoop(Rule):
             return fresh or "a function defined in the loop"
         receiver = self._rebound_receiver(call)
         if receiver:
+            args = positional(call)
+            if isinstance(args[0], cst.Name):
+                return f"'{receiver}' (the loop makes it anew)"
             return f"a method of '{receiver}', which the loop rebinds"
         return self._bound_method(call)
 
@@ -924,12 +939,12 @@ class JitInLoop(Rule):
 
     def _rebound_receiver(self, call: cst.Call) -> str:
         """`jax.jit(buffer.insert)` where the loop body assigns `buffer`: a bound method of a
-        new object each iteration."""
+        new object each iteration; `jax.jit(solver)` where it assigns `solver`: a new object."""
         args = positional(call)
         target = args[0] if args else None
         while isinstance(target, cst.Attribute):
             target = target.value
-        if not isinstance(target, cst.Name) or not isinstance(args[0], cst.Attribute) or not self.loops:
+        if not isinstance(target, cst.Name) or not self.loops:
             return ""
         loop = self.loops[-1]
         return target.value if target.value in assigned_names(loop.body) else ""
@@ -1007,16 +1022,19 @@ class JitInLoop(Rule):
         self.report(node, f"{what}: {effect}; build it once, outside, and pass the changing values as arguments")
 
     def _sweep(self, function: cst.CSTNode | None) -> bool:
-        """The innermost loop runs over Python constants (a configuration sweep or autotuning),
-        or is in a test, and the compiled function uses the loop variable: one compile per
-        configuration is the point."""
-        loop = self.loops[-1] if self.loops else None
-        if not isinstance(loop, cst.For) or function is None:
+        """A loop around the call (in this function) runs over Python constants (a
+        configuration sweep or autotuning), or is in a test, and the compiled function uses its
+        loop variable: one compile per configuration is the point."""
+        if function is None:
             return False
         in_tests = self.ctx.function is not None and _in_test_or_main(self.ctx.function, self.ctx.path)
-        if not (in_tests or self._constant_iterable(loop.iter, 0)):
-            return False
-        return bool(_loop_dependent_names(loop) & names_in(function))
+        depth = self.frames[-1][0]
+        for loop in self.loops[len(self.loops) - depth:]:
+            if not isinstance(loop, cst.For) or not (in_tests or self._constant_iterable(loop.iter, 0)):
+                continue
+            if _loop_dependent_names(loop) & names_in(function):
+                return True
+        return False
 
     def _constant_iterable(self, node: cst.BaseExpression, depth: int) -> bool:
         if depth > 4:
