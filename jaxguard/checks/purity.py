@@ -9,7 +9,9 @@ import libcst as cst
 
 from jaxguard.lint import kinds
 from jaxguard.lint.engine import AddImport, ReplaceNode
-from jaxguard.lint.facts import FunctionInfo, ModuleFacts, dotted_name, literal_str, node_name, target_name_nodes
+from jaxguard.lint.facts import (
+    FunctionInfo, ModuleFacts, dotted_name, keyword, literal_str, node_name, positional, target_name_nodes,
+)
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.traced import CONCRETE_ATTRS, CONCRETE_CALLS, TracedFlow
 from jaxguard.lint.walk import Visitor, walk
@@ -825,6 +827,9 @@ class TracedMutatesOuterContainer(Rule):
         # a helper mutating what it was given (the caller's container)
         "import jax\ndef record(log, x):\n    log.append(x)\n    return x\n@jax.jit\ndef f(x):\n"
         "    return record(HISTORY, x)\nHISTORY = []\n",
+        # a helper mutating the jitted function's own argument, which is not handed back
+        "import jax\ndef scale(params):\n    params['w'] = params['w'] * 2\n@jax.jit\ndef f(params, x):\n"
+        "    scale(params)\n    return params['w'] * x\n",
     )
     valid = (
         # flax.nnx: an nnx.jit argument's state updates are carried out by the transformation
@@ -863,6 +868,10 @@ class TracedMutatesOuterContainer(Rule):
         # a lax body's carry dict: rebuilt for every trace and returned
         "import jax\ndef body(i, carry):\n    carry['x'] = carry['x'] + i\n    return carry\n"
         "out = jax.lax.fori_loop(0, 3, body, {'x': 0.0})\n",
+        # a helper filling a message its traced caller made (numpyro's effect handlers)
+        "import jax\ndef process(msg):\n    msg['value'] = msg['fn'](*msg['args'])\ndef sample(fn, x):\n"
+        "    msg = {'fn': fn, 'args': (x,), 'value': None}\n    process(msg)\n    return msg['value']\n"
+        "@jax.jit\ndef model(x):\n    return sample(jax.numpy.exp, x)\n",
         # a closure's dict filled from inside eval_shape, to harvest structure
         "import jax\ndef shapes(f, x):\n    seen = {}\n    def go(v):\n        seen['out'] = f(v)\n        return v\n"
         "    jax.eval_shape(go, x)\n    return seen\n",
@@ -937,11 +946,39 @@ class TracedMutatesOuterContainer(Rule):
         if owner.function is not None and name.value in owner.params:
             if _kwargs(owner.function, name.value) or name.value in _returned_names(owner.function):
                 return  # a new dict each call; or changed and handed back to the caller
+            if not owner.function.params_traced and not self._outer_container_passed(owner.function, name.value):
+                return  # a helper's argument: made inside the same trace unless a caller shows otherwise
         if owner.function is not None and owner.function.traced and owner.function is not function:
             # a container made by an enclosing traced function: still inside the same trace
             if name.value not in owner.params:
                 return
         self.report(node, self.message.format(name=name.value))
+
+
+    def _outer_container_passed(self, helper: FunctionInfo, param: str) -> bool:
+        """A call of `helper` in this module passes, as `param`, a container from outside the
+        trace: a module-level name, or an argument of a transformed function that does not
+        hand it back."""
+        facts = self.ctx.facts
+        index = helper.params.index(param)
+        if helper.class_name is not None and helper.params[:1] in (["self"], ["cls"]):
+            index -= 1
+        for caller in facts.functions.values():
+            for call in caller.calls:
+                if facts.function_for(call.func, caller.scope) is not helper:
+                    continue
+                passed = keyword(call, param) or next(
+                    (arg for i, arg in enumerate(positional(call)) if i == index), None
+                )
+                if not isinstance(passed, cst.Name):
+                    continue
+                owner = caller.scope.lookup(passed.value)
+                if owner is not None and owner.kind == "module" and passed.value not in owner.imports:
+                    return True
+                if owner is caller.scope and caller.params_traced and passed.value in caller.params:
+                    if passed.value not in owner.values and passed.value not in _returned_names(caller):
+                        return True
+        return False
 
 
 def _kwargs(function: FunctionInfo, param: str) -> bool:
