@@ -739,6 +739,12 @@ class JitInLoop(Rule):
         # a factory that returns the jitted step (flax/optax style): built once per call site
         "import jax\ndef make_train_step(model, tx):\n    @jax.jit\n    def step(state, batch):\n"
         "        return state\n    return step\n",
+        # a table of programs: each built in the loop, stored, and called later (jax-fem)
+        "import jax\ndef make(i):\n    return lambda x: x * i\nclass Problem:\n    def __init__(self, n):\n"
+        "        self.kernels = []\n        for i in range(n):\n            kernel = jax.jit(jax.vmap(make(i)))\n"
+        "            self.kernels.append(kernel)\n",
+        "import jax\ndef build(fns):\n    table = []\n    for f in fns:\n        @jax.jit\n        def g(x):\n"
+        "            return f(x)\n        table.append(g)\n    return table\n",
         # compiling a table of distinct functions once
         "import jax\ndef compile_all(fns):\n    compiled = {}\n    for name, fn in fns.items():\n"
         "        compiled[name] = jax.jit(fn)\n    return compiled\n",
@@ -811,7 +817,7 @@ class JitInLoop(Rule):
             self.loop_defs.add(node)
             for decorator in node.decorators:
                 found = self.ctx.facts.transform_of(decorator.decorator, info.parent)
-                if found is not None and found[0] in JIT_TRANSFORMS:
+                if found is not None and found[0] in JIT_TRANSFORMS and self._called_in_loop(node.name.value):
                     self._report(decorator, "a jitted function defined inside a loop", function=node)
         self.frames.append([0])
 
@@ -870,7 +876,7 @@ class JitInLoop(Rule):
                     per_call=True,
                 )
             return
-        if self._is_jit(node) and self.in_loop:
+        if self._is_jit(node) and self.in_loop and self._used_in_loop(node):
             new_object = self._new_each_iteration(node)
             if new_object:
                 self._report(
@@ -878,6 +884,34 @@ class JitInLoop(Rule):
                     f"{self._transform_name(node)} of {new_object} inside a loop: a new function object each iteration",
                     function=self._function_node(node),
                 )
+
+    def _used_in_loop(self, call: cst.Call) -> bool:
+        """The jitted function is called in the loop: `step = jax.jit(...)` then `step(x)`. One
+        stored for later (`table.append(jax.jit(f))`, `self.fns[i] = jax.jit(f)`) is built once
+        per entry and compiled when first called: a table of programs, not a retrace per step."""
+        statement = self.ctx.statement_stack[-1] if self.ctx.statement_stack else None
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return True
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and small.value is call:
+                targets = [t.target for t in small.targets]
+                if all(isinstance(t, cst.Name) for t in targets):
+                    return any(self._called_in_loop(t.value) for t in targets)
+                return False
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and call in [a.value for a in small.value.args]:
+                return False  # handed straight to a container or registry
+        return True
+
+    def _called_in_loop(self, name: str) -> bool:
+        found = []
+
+        class _Calls(Visitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                if isinstance(node.func, cst.Name) and node.func.value == name:
+                    found.append(node)
+
+        walk(self.loops[-1].body, _Calls())
+        return bool(found)
 
     def _new_each_iteration(self, call: cst.Call) -> str:
         """Why the function `call` jits is a new object in every iteration of the loop, or ""."""
