@@ -10,7 +10,7 @@ import libcst as cst
 from jaxguard.lint import kinds
 from jaxguard.lint.engine import AddImport, ReplaceNode
 from jaxguard.lint.facts import (
-    FunctionInfo, ModuleFacts, dotted_name, keyword, literal_str, node_name, positional, target_name_nodes,
+    GRAD_TRANSFORMS, FunctionInfo, ModuleFacts, dotted_name, keyword, literal_str, node_name, positional, target_name_nodes,
 )
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.traced import CONCRETE_ATTRS, CONCRETE_CALLS, TracedFlow
@@ -634,6 +634,13 @@ class TracedWritesOuterState(Rule):
         "import jax\ng = 0.\ndef impure_saves_global(x):\n    global g\n    g = x\n    return x\nprint(jax.jit(impure_saves_global)(4.))\n",
         "import jax\nclass Model:\n    @jax.jit\n    def step(self, x):\n        self.last = x\n        return x\n",
         # static metadata of a returned argument: changed at trace time only (cached calls skip it)
+        # under a bare vmap, storing a value computed from the mapped argument leaks a tracer
+        "import jax\nclass Agent:\n    def stats(self, batch):\n        def apply(x):\n"
+        "            self.last = x * 2\n            return x\n        return jax.vmap(apply)(batch)\n",
+        # ... and under jit the stored key is a tracer too
+        "import jax\nclass Agent:\n    def stats(self, batch):\n        def apply(x):\n"
+        "            self.rng, key = jax.random.split(self.rng)\n            return x * 2\n"
+        "        return jax.jit(apply)(batch)\n",
         "import jax\n@jax.jit\ndef rename(obj):\n    obj.name += '_x'\n    return obj\n",
         "import jax\ndef outer():\n    total = 0\n    @jax.jit\n    def f(x):\n        nonlocal total\n        total += x\n        return x\n    return f\n",
         # counting calls: runs once per trace, not once per call
@@ -661,6 +668,11 @@ class TracedWritesOuterState(Rule):
         "        out = f(x)\n        structure = jax.tree_util.tree_structure(out)\n        return out\n"
         "    return jax.jit(lambda v: jax.tree_util.tree_map(leaf, v))(xs), structure\n",
         # haiku's abstract_to_dot: a result written out of an abstract evaluation
+        # a bare vmap runs the body on every call: a value that does not depend on the
+        # mapped argument is computed eagerly and stored as it is (dopamine's agents)
+        "import jax\nclass Agent:\n    def stats(self, batch):\n        def apply(x):\n"
+        "            self.rng, key = jax.random.split(self.rng)\n            return x * 2\n"
+        "        return jax.vmap(apply)(batch)\n",
         "import jax\ndef to_text(fun, *args):\n    out = ''\n    def extract(*inner):\n        nonlocal out\n"
         "        out = str(fun(*inner))\n    jax.eval_shape(extract, *args)\n    return out\n",
     )
@@ -697,6 +709,8 @@ class TracedWritesOuterState(Rule):
                 return  # an NNX Variable of an nnx.jit argument: the transformation carries it out
             if not _inside_a_transformed_function(ctx):
                 return  # a helper that traced code calls: what it stores is not proven a tracer
+            if _only_unstaged(ctx) and not TracedFlow.of(ctx).origins(value, ctx):
+                return  # vmap or grad alone runs the body on every call: only a traced value leaks
             # a returned argument's data may change; a string (static metadata) changes only while tracing
             if _handed_back(ctx, root) and not isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
                 return
@@ -744,6 +758,30 @@ def _inside_a_transformed_function(ctx) -> bool:
             return True
         function = ctx.facts.enclosing_function(function.parent)
     return False
+
+
+def _only_unstaged(ctx) -> bool:
+    """The current function is transformed only by vmap or grad (which trace it anew on
+    every call, running what does not depend on its arguments eagerly), applied in code
+    that is not itself traced; not jitted, scanned or traced by another module."""
+    facts, function = ctx.facts, ctx.function
+    if function is None or function.traced_by not in _UNSTAGED:
+        return False
+    outer = facts.enclosing_function(function.parent)
+    if outer is not None and outer.traced:
+        return False
+    applied = [
+        (found[0], scope) for call, scope in facts.transform_calls
+        if (found := facts.transform_call(call, scope)) is not None
+        and facts.function_for(positional(call)[0], scope) is function
+    ]
+    applied += [(found[0], function.parent) for d in function.decorators if (found := facts.transform_of(d.decorator, function.parent))]
+    return bool(applied) and all(
+        name in _UNSTAGED and not (scope.function is not None and scope.function.traced) for name, scope in applied
+    )
+
+
+_UNSTAGED = frozenset({"jax.vmap", *GRAD_TRANSFORMS})
 
 
 def _being_constructed(ctx, name: str) -> bool:
