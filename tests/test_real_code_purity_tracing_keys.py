@@ -323,6 +323,26 @@ def test_side_streams_of_a_flax_init_are_possible_draws():
     assert [d for d in lint(sampled) if "'dropout_key'" in d.message]
 
 
+def test_a_key_among_the_forward_arguments_of_an_init_is_a_possible_draw():
+    # rejax's actor: init runs the forward pass (which samples an action from the second
+    # key) and keeps only the parameters; oryx's `state.init(f)(init_key, key, x)` alike
+    source = """
+    import jax
+
+    def build(actor, obs, rng):
+        rng, rng_actor = jax.random.split(rng)
+        return actor.init(rng_actor, obs, rng_actor)
+
+    def chain(st, kernel_fn, key, state, init_key):
+        kernel = st.init(kernel_fn, name="kernel")(init_key, key, state)
+        return kernel, jax.random.split(key, 10)
+    """
+    assert not [d for d in lint(source) if d.code.startswith("JG60")]
+    # the parameters key used twice is a reuse of a certain draw
+    twice = source.replace("actor.init(rng_actor, obs, rng_actor)", "actor.init(rng_actor, obs), actor.init(rng_actor, obs)")
+    assert [d.code for d in lint(twice) if d.code.startswith("JG60")] == ["JG601"]
+
+
 def test_the_two_arms_of_a_conditional_expression_are_one_draw():
     source = """
     import jax

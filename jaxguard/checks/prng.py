@@ -317,7 +317,7 @@ class KeyFlow:
         if callee is None and _stores(call, name) and not (self.facts.project and self.facts.project.callee(name)):
             return  # a constructor, `replace`, a container or a logger keeps the key: no draw
         haiku_apply = self._is_haiku_apply(call.func)
-        side_streams = _init_side_streams(call)
+        side_streams = _init_side_streams(call, {id(node) for _, _, node in found})
         for key, arg, node in found:
             param = _receiving_param(self.facts, callee, call, arg) if callee is not None and node is arg.value else None
             if param is not None and not consumes_param(self.facts, callee, param):
@@ -563,20 +563,30 @@ def _same_key_note(key: str, index: int, count: int) -> str:
     )
 
 
-def _init_side_streams(call: cst.Call) -> set[int]:
+def _init_side_streams(call: cst.Call, keys: set[int]) -> set[int]:
     """The keys of `model.init({"params": k1, "dropout": k2}, x)` given to streams other
-    than "params": Flax's init draws the parameters from "params"; a dropout stream only
-    changes the forward output that init throws away, and a stream no module asks for
-    (`make_rng`) is never drawn. Possible draws, as a Haiku apply's key is."""
-    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "init"):
+    than "params", and keys among the arguments of the forward pass that init runs
+    (`actor.init(k, obs, k)`, `state.init(f)(k, key, x)`; `keys` are the ids of the key
+    nodes among the arguments): Flax's init draws the parameters
+    from "params"; the rest only changes the forward output that init throws away, and a
+    stream no module asks for (`make_rng`) is never drawn. Possible draws, as a Haiku
+    apply's key is."""
+    func = call.func.func if isinstance(call.func, cst.Call) else call.func  # `st.init(f)(key, ...)`
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "init"):
         return set()
-    return {
+    streams = {
         id(element.value)
         for arg in call.args
         if isinstance(arg.value, cst.Dict)
         for element in arg.value.elements
         if isinstance(element, cst.DictElement) and literal_str(element.key) not in (None, "params")
     }
+    args = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    first = args[0].value if args else None
+    named_as_key = isinstance(first, cst.Name) and ("key" in first.value.lower() or "rng" in first.value.lower())
+    if not (isinstance(first, cst.Dict) or id(first) in keys or named_as_key):
+        return streams  # `Linear.init(In, Out, key=k)`: an equinox-style constructor, no forward pass
+    return streams | {id(arg.value) for arg in args[1:]}
 
 
 # Well-known APIs outside the project that draw from the key they are given: a model's
