@@ -46,6 +46,27 @@ def is_opaque(eqn) -> bool:
     return eqn.primitive.name in OPAQUE
 
 
+# Products of 16-bit floats: float32 holds every product exactly and sums K of them with an
+# error near sqrt(K) * 6e-8, far below the 16-bit tolerance such an op is judged by. These
+# references are made in float32 (at HIGHEST precision: not TF32), which on CPU costs half
+# a float64 matmul: the float64 matmuls were most of check_ops' time on bf16 programs.
+_PRODUCTS = frozenset({P.dot_general_p, P.conv_general_dilated_p})
+_HIGHEST = (jax.lax.Precision.HIGHEST, jax.lax.Precision.HIGHEST)
+
+
+def _sixteen_bit_product(eqn) -> bool:
+    if eqn.primitive not in _PRODUCTS:
+        return False
+    dtypes = [np.dtype(v.aval.dtype) for v in eqn.invars]
+    return all(is_inexact(d) and not np.issubdtype(d, np.complexfloating) and d.itemsize <= 2 for d in dtypes)
+
+
+def _apply_in_float32(eqn, ins):
+    narrow = [jax.numpy.asarray(x).astype(np.float32) for x in ins]
+    params = dict(eqn.params, preferred_element_type=np.dtype(np.float32), precision=_HIGHEST)
+    return [widen(o) for o in bind(eqn, narrow, params)]
+
+
 def wide_dtype(dtype) -> np.dtype:
     dtype = np.dtype(dtype)
     if np.issubdtype(dtype, np.complexfloating):
@@ -118,7 +139,8 @@ def bind(eqn, ins, params=None):
 
 
 def apply_wide(eqn, ins):
-    """One equation on float64 inputs, giving float64 outputs."""
+    """One equation on float64 inputs, giving float64 outputs (a product of 16-bit floats is
+    computed in float32, which is exact enough for it)."""
     inner = inner_jaxpr(eqn)
     if inner is not None:
         return eval_wide(inner[0], inner[1], ins)
@@ -127,6 +149,8 @@ def apply_wide(eqn, ins):
         # only its declared dtypes: do this op in the working dtype.
         narrow = [x if is_key(v.aval) else jax.numpy.asarray(x).astype(v.aval.dtype) for v, x in zip(eqn.invars, ins)]
         return [widen(o) for o in bind(eqn, narrow)]
+    if _sixteen_bit_product(eqn):
+        return _apply_in_float32(eqn, ins)
     if eqn.primitive is P.reduce_precision_p:
         # It emulates a narrower format; the exact value is its input.
         return [ins[0]]

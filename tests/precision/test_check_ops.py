@@ -81,6 +81,25 @@ def test_bf16_matmul_is_judged_with_bf16_tolerances():
     assert f32.passed
 
 
+def test_a_product_of_16_bit_floats_has_a_float32_reference_as_good_as_float64():
+    # The references of a bf16 (or f16) matmul are made in float32: every product is exact
+    # there and the sum's rounding is far below the 16-bit tolerance. Here they agree with
+    # float64 to float32 precision, and a matmul with float32 operands keeps float64.
+    from jaxguard.precision import _shadow
+
+    a = jnp.asarray(RNG.standard_normal((32, 4096)), jnp.bfloat16)
+    b = jnp.asarray(RNG.standard_normal((4096, 16)), jnp.bfloat16)
+    for lhs, rhs, wide in [(a, b, False), (a.astype(jnp.float16), b.astype(jnp.float16), False), (a.astype(jnp.float32), b, True)]:
+        (eqn,) = jax.make_jaxpr(lambda x, y: jnp.matmul(x, y, preferred_element_type=jnp.float32))(lhs, rhs).jaxpr.eqns
+        with jax.enable_x64(True):
+            (got,) = _shadow.apply_wide(eqn, [_shadow.widen(lhs), _shadow.widen(rhs)])
+            exact = np.asarray(lhs, np.float64) @ np.asarray(rhs, np.float64)
+            assert got.dtype == jnp.float64
+            error = np.max(np.abs(np.asarray(got) - exact)) / np.max(np.abs(exact))
+            assert error < (1e-12 if wide else 1e-6)
+            assert wide or error > 0  # float32 really was used
+
+
 def branchy(a, b):
     y = (a + b) - b
     return lax.cond(y > 0.5, lambda: 1.0, lambda: -1.0)  # BRANCH
