@@ -46,6 +46,7 @@ class Probe:
     allowed: float  # the tolerance |analytic - numeric| had to meet
     passed: bool
     note: str = ""  # "extrapolated" (half-step Richardson) or "kink" (between one-sided derivatives)
+    mode: str = "rev"  # "rev": from jax.grad; "fwd": from jax.jvp along the probe's direction
 
 
 class GradReport:
@@ -77,9 +78,11 @@ class GradReport:
             ),
             f"{'leaf':<12} {'index':<14} {'analytic':>13} {'numeric':>13} {'ratio':>9} {'step':>9} {'roundoff':>9}",
         ]
+        both_modes = len({p.mode for p in self.probes}) > 1
         for p in self.probes:
             index = f"direction {p.index[0] + 1}" if p.leaf == "all" else str(p.index)
-            verdict = ("ok" if p.passed else "FAIL") + (f" ({p.note})" if p.note else "")
+            notes = ", ".join(n for n in (p.mode if both_modes else "", p.note) if n)
+            verdict = ("ok" if p.passed else "FAIL") + (f" ({notes})" if notes else "")
             lines.append(
                 f"{p.leaf:<12} {index:<14} {p.analytic:13.6g} {p.numeric:13.6g} {p.ratio:9.5g} "
                 f"{p.step:9.2e} {p.roundoff:9.2e} {verdict}"
@@ -140,12 +143,15 @@ def _output_leaves(fn, avals, scalars):
 
 
 @functools.lru_cache(maxsize=32)
-def _programs(fn, avals, diff, scalars):
-    """(compiled value_and_grad in the working dtype, compiled float64 loss at a moved point)."""
+def _programs(fn, avals, diff, reverse, scalars):
+    """(compiled value and gradient in the working dtype, compiled float64 loss at a moved
+    point). The gradient is jax.grad's, or with `reverse` False jacfwd's (for functions
+    reverse mode cannot differentiate, such as a while_loop)."""
     shapes = [jax.ShapeDtypeStruct(shape, dtype, weak_type=weak) for shape, dtype, weak in avals]
     options = _FAST_COMPILE if sum(int(np.prod(s.shape)) for s in shapes) <= _FAST_COMPILE_UP_TO else {}
     closed, _ = trace("check_grads", fn, shapes, dict(scalars), check=_real_scalar)
-    value_and_grad = jax.jit(jax.value_and_grad(fn, argnums=diff)).lower(*shapes).compile(options)
+    gradient = jax.value_and_grad(fn, argnums=diff) if reverse else lambda *xs: (fn(*xs), jax.jacfwd(fn, argnums=diff)(*xs))
+    value_and_grad = jax.jit(gradient).lower(*shapes).compile(options)
 
     def loss_at(xs, deltas, flat, directions, t):
         # Every differentiated leaf, in float64, moves by t * direction and by delta at one element.
@@ -165,6 +171,47 @@ def _programs(fn, avals, diff, scalars):
         return value_and_grad, jax.jit(loss_at).lower(shapes, *moves).compile(options)
 
 
+# Without reverse mode the gradient (which sizes the steps and scales the tolerances) takes
+# one jvp per element: jacfwd holds them all at once.
+_FORWARD_GRADIENT_UP_TO = 1 << 14
+
+
+@functools.lru_cache(maxsize=32)
+def _forward_program(fn, avals, diff, scalars):
+    """Compiled `(arrays, tangents) -> jvp of fn` along the tangents of the differentiated
+    leaves, in the working dtype."""
+    shapes = [jax.ShapeDtypeStruct(shape, dtype, weak_type=weak) for shape, dtype, weak in avals]
+
+    def derivative(xs, tangents):
+        def of(*diffed):
+            moved = list(xs)
+            for j, x in zip(diff, diffed):
+                moved[j] = x
+            return fn(*moved)
+
+        return jax.jvp(of, [xs[j] for j in diff], tangents)[1]
+
+    tangents = [jax.ShapeDtypeStruct(shapes[j].shape, shapes[j].dtype) for j in diff]
+    return jax.jit(derivative).lower(shapes, tangents).compile()
+
+
+def _jvp_along(jvp, inputs, diff, sizes, plan) -> float:
+    """The forward-mode derivative along a probe: a coordinate's unit vector, or a
+    direction's signs."""
+    tangents = []
+    for k, j in enumerate(diff):
+        leaf = inputs.arrays[j]
+        if plan.signs is not None:
+            start = sum(sizes[:k])
+            t = plan.signs[start:start + sizes[k]]
+        else:
+            t = np.zeros(sizes[k], np.int8)
+            if k == plan.leaf_k:
+                t[plan.flat] = 1
+        tangents.append(np.asarray(t).astype(leaf.dtype).reshape(leaf.shape))
+    return float(jvp(list(inputs.arrays), tangents))
+
+
 def _differentiated(inputs, argnums):
     """Positions (among inputs.arrays) of the floating-point leaves of the ``argnums`` arguments."""
     wanted = set(positions("check_grads", "argnums", argnums, inputs.n_args))
@@ -182,7 +229,9 @@ def _differentiated(inputs, argnums):
     return tuple(diff)
 
 
-def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2, seed=0, rtol=None, atol=None, order=1):
+def check_grads(
+    fn, *args, argnums=0, static_argnums=(), probes=8, directions=2, seed=0, rtol=None, atol=None, order=1, modes=("rev",)
+):
     """Compare ``jax.grad(fn, argnums)`` with float64 central differences.
 
     ``order=2`` checks second derivatives the same way (like jax.test_util's ``order=2`` and
@@ -190,6 +239,11 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
     that is a Hessian-vector product, against differences of the gradient. A function with
     array (or pytree) outputs is checked through ``x -> <fn(x), u>`` for a random ``u``
     (seeded): that gradient is ``u^T J``, so every row of the Jacobian takes part.
+
+    ``modes`` names the derivatives checked, as jax.test_util's: ``"rev"`` (``jax.grad``,
+    the default) and ``"fwd"`` (``jax.jvp`` along each probe's direction, for functions
+    whose forward rule is their own: ``custom_jvp``, ``jax.linearize`` users). Both modes are
+    judged against the same float64 differences.
 
     ``probes`` elements of the differentiated arguments (drawn without replacement) and
     ``directions`` random directions (a random sign per element: the directional
@@ -203,6 +257,9 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
     """
     if order not in (1, 2):
         raise ValueError(f"check_grads: order must be 1 or 2, got {order!r}")
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
+    if not modes or any(mode not in ("fwd", "rev") for mode in modes):
+        raise ValueError(f"check_grads: modes must name 'fwd' and/or 'rev', got {modes!r}")
     inputs = split("check_grads", fn, args, static_argnums)
     outputs = _cached(_output_leaves, inputs)
     if outputs is not None and not (len(outputs) == 1 and outputs[0].shape == ()) \
@@ -217,7 +274,14 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
     if probes + directions == 0:
         raise ValueError("check_grads: probes=0 and directions=0 leave nothing to check")
     diff = _differentiated(inputs, argnums)
-    value_and_grad, loss_at = _cached(_programs, inputs, diff)
+    reverse = "rev" in modes
+    n_diff = sum(inputs.arrays[j].size for j in diff)
+    if not reverse and n_diff > _FORWARD_GRADIENT_UP_TO:
+        raise ValueError(
+            f"check_grads: modes=('fwd',) builds the gradient from {n_diff} jvps (to size its steps); "
+            f"at most {_FORWARD_GRADIENT_UP_TO} differentiated elements: add 'rev' or differentiate fewer"
+        )
+    value_and_grad, loss_at = _cached(_programs, inputs, diff, reverse)
     loss32, grads = value_and_grad(*inputs.arrays)
     if not np.isfinite(float(loss32)):
         raise ValueError(f"check_grads: fn is {float(loss32)} at these inputs: there is no derivative to check")
@@ -247,12 +311,18 @@ def check_grads(fn, *args, argnums=0, static_argnums=(), probes=8, directions=2,
         for k, s in enumerate(signs):
             plans.append(_direction(k, s, sizes, grads, norm_g, gx, xscale, loss, rtol, atol))
         results = [evaluator.difference(plan, plan.step) for plan in plans]
+    if "fwd" in modes:  # the same probes, with the analytic value from jax.jvp
+        jvp = _cached(_forward_program, inputs, diff)
+        forward = [dataclasses.replace(p, analytic=_jvp_along(jvp, inputs, diff, sizes, p), mode="fwd") for p in plans]
+        plans, results = (plans + forward, results * 2) if "rev" in modes else (forward, results)
+    with jax.enable_x64(True):
         out = [_judge(plan, result, rtol, atol) for plan, result in zip(plans, results)]
         for i, probe in enumerate(out):
             if not probe.passed:
                 out[i] = _confirm(plans[i], results[i], evaluator.difference(plans[i], plans[i].half), rtol, atol)
         located = None
-        failed_direction = next((plans[i] for i, p in enumerate(out) if not p.passed and p.leaf == "all"), None)
+        # (bisecting compares reverse-mode gradients: it runs on a failed "rev" direction)
+        failed_direction = next((plans[i] for i, p in enumerate(out) if not p.passed and p.leaf == "all" and p.mode == "rev"), None)
         if failed_direction is not None and all(p.passed for p in out if p.leaf != "all"):
             context = (sizes, grads, norm_g, gx, xscale, loss, rtol, atol)
             located = _bisect(evaluator, failed_direction, context, leaves, base)
@@ -339,6 +409,7 @@ class _Plan:
     leaf_k: int = -1  # coordinate: which differentiated leaf ...
     flat: int = 0  # ... and element
     signs: object = None  # direction: a sign per element (all leaves, concatenated)
+    mode: str = "rev"  # where `analytic` came from: jax.grad ("rev") or jax.jvp ("fwd")
 
 
 def _step(x_scale, loss_terms, derivative_scale):
@@ -450,7 +521,7 @@ def _probe(plan, numeric, step, roundoff, allowed, passed, note=""):
     ratio = analytic / numeric if numeric else (1.0 if analytic == 0 else np.inf)
     return Probe(
         plan.leaf, plan.index, analytic, float(numeric), float(ratio), float(step), float(roundoff),
-        float(allowed), bool(passed), note,
+        float(allowed), bool(passed), note, plan.mode,
     )
 
 

@@ -257,3 +257,68 @@ def test_vector_valued_functions_are_checked_through_a_random_cotangent():
     report = check_grads(wrong, X2000[:20])  # sin itself, elementwise: a Jacobian, not a gradient
     assert not report.passed
     assert report.located is not None and report.located.index == (3,)
+
+
+@jax.custom_jvp
+def softplus(x):
+    return jnp.log1p(jnp.exp(x))
+
+
+@softplus.defjvp
+def softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus(x), jax.nn.sigmoid(x) * t
+
+
+@jax.custom_jvp
+def softplus_wrong(x):
+    return jnp.log1p(jnp.exp(x))
+
+
+@softplus_wrong.defjvp
+def softplus_wrong_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus_wrong(x), jax.nn.sigmoid(-x) * t  # the sign of x flipped
+
+
+def test_forward_mode_checks_jvp_beside_grad():
+    x = jnp.asarray(RNG.standard_normal(50), jnp.float32)
+    report = check_grads(lambda v: softplus(v).sum(), x, modes=("fwd", "rev"))
+    assert report.passed and {p.mode for p in report.probes} == {"fwd", "rev"}
+    assert len(report.probes) == 2 * (8 + 2)
+    bad = check_grads(lambda v: softplus_wrong(v).sum(), x, modes="fwd")
+    assert not bad.passed and all(p.mode == "fwd" for p in bad.probes)
+    assert "fwd" not in str(bad)  # one mode: no column of it
+    both = check_grads(lambda v: softplus_wrong(v).sum(), x, modes=("fwd", "rev"))
+    assert "FAIL (fwd" in str(both) and "FAIL (rev" in str(both)
+
+
+def newton_sqrt(a):
+    """sqrt by Newton's method in a while_loop: jax.grad cannot differentiate it, jvp can."""
+    def body(state):
+        x, _ = state
+        return (x + a / x) / 2, x
+
+    def unconverged(state):
+        x, previous = state
+        return jnp.any(jnp.abs(x - previous) > 1e-6 * jnp.abs(x))
+
+    x, _ = jax.lax.while_loop(unconverged, body, (a, jnp.zeros_like(a)))
+    return x.sum()
+
+
+def test_forward_mode_alone_checks_what_reverse_mode_cannot_differentiate():
+    a = jnp.asarray(RNG.uniform(1, 4, 20), jnp.float32)
+    with pytest.raises(ValueError, match="while_loop"):
+        check_grads(newton_sqrt, a)
+    report = check_grads(newton_sqrt, a, modes="fwd")
+    assert report.passed, report
+    probe = next(p for p in report.probes if p.leaf != "all")
+    np.testing.assert_allclose(probe.analytic, 0.5 / np.sqrt(float(a[probe.index])), rtol=1e-3)
+
+
+def test_modes_are_validated():
+    with pytest.raises(ValueError, match="modes"):
+        check_grads(lambda v: v.sum(), jnp.ones(3), modes=("backward",))
+    with pytest.raises(ValueError, match="16384"):
+        check_grads(lambda v: v.sum(), jnp.ones(20000), modes="fwd")
