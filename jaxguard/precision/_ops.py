@@ -185,10 +185,22 @@ class OpsReport:
         """Records ranked by the error each op introduces (not the error it passes on)."""
         return sorted(self.records, key=lambda r: -r.score)[:n]
 
+    def to_html(self, path=None) -> str:
+        """The report as one HTML page (error per op along the program, plotted, then the
+        ranked table); written to ``path`` when given."""
+        from jaxguard.precision._html import ops_report_html
+
+        page = ops_report_html(self)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as out:
+                out.write(page)
+        return page
+
     def __str__(self):
+        verdict = "passed" if self.passed else ("FAILED" if self.failures else "NOTHING CHECKED")
         lines = [
             (
-                f"check_ops({self.fn_name}): {len(self.records)} outputs checked, "
+                f"check_ops({self.fn_name}): {verdict}: {len(self.records)} outputs checked, "
                 f"{len(self.failures)} failed, {self.skipped} skipped"
             )
         ]

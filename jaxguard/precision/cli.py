@@ -34,6 +34,7 @@ def _parser():
     p.add_argument("--rtol", type=float)
     p.add_argument("--atol", type=float)
     p.add_argument("--path", help="append failures as JSON lines to this file (ops mode)")
+    p.add_argument("--html", metavar="FILE", help="write the report as an HTML page with a plot of error per op (ops mode)")
     return p
 
 
@@ -105,6 +106,12 @@ def _report(options, fn, args) -> int:
     if options.mode == "ops":
         report = precision.check_ops(fn, *args, rtol=options.rtol, atol=options.atol, path=options.path)
         print(report)
+        if options.html:
+            try:
+                report.to_html(options.html)
+            except OSError as exc:
+                print(f"jaxguard precision: error: cannot write {options.html}: {exc.strerror}", file=sys.stderr)
+                return USAGE_ERROR
         return 0 if report.passed else 1  # nothing checked is no pass either
     if options.mode == "grads":
         grads = precision.check_grads(fn, *args, seed=options.seed, rtol=options.rtol, atol=options.atol)

@@ -84,3 +84,21 @@ def test_divergence_mode_fails_on_an_output_beyond_tolerance(project, capsys):
     assert main(["model:shifted", "--shape", "16", "--mode", "divergence"]) == 1
     out = capsys.readouterr().out
     assert "FAILED: output(s) [0]" in out
+
+
+def test_html_report_plots_every_checked_op_and_marks_failures(project, capsys):
+    page = project / "report.html"
+    assert main(["model:shifted", "--shape", "100", "--html", str(page)]) == 1
+    text = page.read_text()
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert "FAILED" in summary and summary in text
+    # one point per checked op output, the failing one in red, named with its line
+    assert text.count("<circle") == 2 and text.count('fill="#cc2222"') == 1
+    assert "sub at " in text and "model.py:" in text and "<table>" in text
+    assert main(["model:mlp", "--args", "model:make_args", "--html", str(project / "missing" / "r.html")]) == 2
+    assert "cannot write" in capsys.readouterr().err
+
+
+def test_the_verdict_comes_first(project, capsys):
+    assert main(["model:mlp", "--args", "model:make_args"]) == 0
+    assert capsys.readouterr().out.startswith("check_ops(mlp): passed:")
