@@ -13,6 +13,10 @@ import math
 
 _WIDTH, _HEIGHT, _PAD = 900, 300, 48
 _FLOOR = 1e-17  # exact ops (error 0) are drawn on the floor of the log scale
+_STYLE = (
+    "<style>body{font-family:sans-serif;margin:2em} table{border-collapse:collapse;font-size:13px}"
+    " td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}</style></head><body>"
+)
 
 
 def _log(value: float) -> float:
@@ -76,8 +80,7 @@ def ops_report_html(report) -> str:
     return "\n".join([
         "<!DOCTYPE html>",
         f"<html><head><meta charset='utf-8'><title>check_ops({html.escape(report.fn_name)})</title>",
-        "<style>body{font-family:sans-serif;margin:2em} table{border-collapse:collapse;font-size:13px}"
-        " td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}</style></head><body>",
+        _STYLE,
         f"<h2>{summary}</h2>",
         *(f"<p>{note}</p>" for note in notes),
         _plot(report.records),
