@@ -9,7 +9,8 @@ Measures, per configuration:
 - eager ops, outside any jit, on a 1000-element vector: `x[perm]`, `x.at[3].set(1.)`,
   `jnp.log(x)`, `x * 2`
 
-Configurations: no guards; `jaxguard.enable()` defaults; `jax_debug_nans`;
+Configurations: no guards; `jaxguard.enable()` defaults (each call's check read one call
+late); `enable(deferred=False)` (read before the call returns); `jax_debug_nans`;
 `jax_debug_key_reuse`. Each round times the mean of many calls per (configuration,
 workload); configurations are interleaved round by round so machine noise hits all of
 them alike. The tables show wall time of the best round (least disturbed by other
@@ -121,6 +122,8 @@ def _flag(name):
 CONFIGS = [
     _Config("none", lambda: None, lambda: None),
     _Config("jaxguard", runtime.enable, runtime.disable),
+    # each call's check read before it returns (the host waits for the device every call)
+    _Config("deferred=False", lambda: runtime.enable(deferred=False), runtime.disable),
     _flag("jax_debug_nans"),
     _flag("jax_debug_key_reuse"),
 ]
@@ -141,7 +144,9 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args(argv)
     # enable() warns that functions jitted under other configs are unguarded: expected.
-    warnings.simplefilter("ignore", RuntimeWarning)
+    from jaxguard.runtime.errors import GuardCoverageWarning
+
+    warnings.simplefilter("ignore", GuardCoverageWarning)
 
     # Build every (config, workload) once: functions must be jitted while their config
     # is active (enable() guards functions jitted after it).

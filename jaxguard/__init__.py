@@ -10,6 +10,7 @@ from jaxguard._version import __version__
 _LAZY = {
     "enable": "jaxguard.runtime",
     "disable": "jaxguard.runtime",
+    "flush": "jaxguard.runtime",
     "guard": "jaxguard.runtime",
     "GuardError": "jaxguard.runtime",
     "NaNError": "jaxguard.runtime",

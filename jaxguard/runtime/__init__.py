@@ -29,11 +29,12 @@ __all__ = [
     "RecompileWarning",
     "disable",
     "enable",
+    "flush",
     "guard",
     "is_enabled",
 ]
 
-_FROM_API = ("enable", "disable", "guard", "is_enabled")
+_FROM_API = ("enable", "disable", "flush", "guard", "is_enabled")
 
 
 def __getattr__(name):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -12,7 +14,7 @@ from jax._src import core
 
 from jaxguard.runtime import checks, eager, jitwrap, keys, recompile
 from jaxguard.runtime import errors as errors_module
-from jaxguard.runtime.errors import GuardCoverageWarning, _is_library_file, warn_at_user
+from jaxguard.runtime.errors import GuardCoverageWarning, GuardError, _is_library_file, warn_at_user
 
 _TRANSFER_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 _RANK_PROMOTION = ("allow", "warn", "raise")
@@ -30,13 +32,13 @@ class _Active:
 
 _DEFAULTS = dict(x64=None, nans=True, infs=False, oob=True, key_reuse=True, recompiles=3,
                  tracer_leaks=False, transfers=None, rank_promotion=None, precision=None,
-                 libraries="warn")
+                 libraries="warn", deferred=True)
 _lock = threading.RLock()
 _active: _Active | None = None
 
 
 def _validate(options: dict) -> None:
-    for name in ("nans", "infs", "oob", "key_reuse", "tracer_leaks"):
+    for name in ("nans", "infs", "oob", "key_reuse", "tracer_leaks", "deferred"):
         if not isinstance(options[name], bool):
             raise ValueError(f"jaxguard.enable: {name}= must be True or False, "
                              f"got {options[name]!r}")
@@ -113,7 +115,8 @@ def _user_jits_created_before() -> list[str]:
 
 
 def enable(*, x64=None, nans=True, infs=False, oob=True, key_reuse=True, recompiles=3,
-           tracer_leaks=False, transfers=None, rank_promotion=None, precision=None, libraries="warn"):
+           tracer_leaks=False, transfers=None, rank_promotion=None, precision=None, libraries="warn",
+           deferred=True):
     """Switch jaxguard's runtime guards on (see docs/runtime.md).
 
     Call once at program start, before model code is imported or jitted. Calling it again
@@ -121,48 +124,60 @@ def enable(*, x64=None, nans=True, infs=False, oob=True, key_reuse=True, recompi
     """
     options = dict(x64=x64, nans=nans, infs=infs, oob=oob, key_reuse=key_reuse,
                    recompiles=recompiles, tracer_leaks=tracer_leaks, transfers=transfers,
-                   rank_promotion=rank_promotion, precision=precision, libraries=libraries)
+                   rank_promotion=rank_promotion, precision=precision, libraries=libraries,
+                   deferred=deferred)
     _validate(options)
     _enable(options, warn_late=True)
 
 
 def _enable(options: dict, *, warn_late: bool) -> None:
-    global _active
+    pending = None
     with _lock:
         if _active is not None:
             if _active.options == options:
                 return
+            pending = jitwrap.take_unread()  # read once the new options are in place
             disable()
-        _warn_late(options, check_existing_jits=warn_late)
-        nans, infs, oob = options["nans"], options["infs"], options["oob"]
-        errors_module.libraries_policy = options["libraries"]
-        state = _Active(options=options)
-        changes = _config_changes(options)
-        if not core.trace_state_clean():
-            changes.pop("jax_enable_x64", None)
-        try:
-            for flag, value in changes.items():
-                state.saved_config[flag] = getattr(jax.config, flag)
-                jax.config.update(flag, value)
-            if nans or infs or oob or options["recompiles"]:
-                checks.install()
-                state.original_jit = jax.jit
-                jax.jit = jitwrap.make_jit(jax.jit)
-                jitwrap.errors = frozenset(
-                    cls for flag, cls in (("nans", checks.GuardNaN), ("infs", checks.GuardInf),
-                                          ("oob", checks.GuardOOB)) if options[flag])
-                jitwrap.recompile_limit = options["recompiles"] or None
-                jitwrap.active = True
-            if nans or infs or oob:
-                eager.install(nans=nans, infs=infs, oob=oob)
-            if options["key_reuse"]:
-                keys.install()
-            if options["precision"] not in (None, False):
-                state.precision_context = _enter_precision(options["precision"])
-        except BaseException:
-            _undo(state)
-            raise
-        _active = state
+        _switch_on(options, warn_late)
+    if pending is not None:
+        pending.settle()
+
+
+def _switch_on(options: dict, warn_late: bool) -> None:
+    """Install the guards for `options` (the caller holds the lock, guards are off)."""
+    global _active
+    _warn_late(options, check_existing_jits=warn_late)
+    nans, infs, oob = options["nans"], options["infs"], options["oob"]
+    errors_module.libraries_policy = options["libraries"]
+    state = _Active(options=options)
+    changes = _config_changes(options)
+    if not core.trace_state_clean():
+        changes.pop("jax_enable_x64", None)
+    try:
+        for flag, value in changes.items():
+            state.saved_config[flag] = getattr(jax.config, flag)
+            jax.config.update(flag, value)
+        if nans or infs or oob or options["recompiles"]:
+            checks.install()
+            state.original_jit = jax.jit
+            jax.jit = jitwrap.make_jit(jax.jit)
+            jitwrap.errors = frozenset(
+                cls for flag, cls in (("nans", checks.GuardNaN), ("infs", checks.GuardInf),
+                                      ("oob", checks.GuardOOB)) if options[flag])
+            jitwrap.recompile_limit = options["recompiles"] or None
+            jitwrap.deferred = options["deferred"]
+            jitwrap.active = True
+            _flush_at_exit_once()
+        if nans or infs or oob:
+            eager.install(nans=nans, infs=infs, oob=oob)
+        if options["key_reuse"]:
+            keys.install()
+        if options["precision"] not in (None, False):
+            state.precision_context = _enter_precision(options["precision"])
+    except BaseException:
+        _undo(state)
+        raise
+    _active = state
 
 
 def _enter_precision(precision):
@@ -193,13 +208,47 @@ def _undo(state: _Active) -> None:
 
 
 def disable() -> None:
-    """Switch every guard off and restore each jax setting to its value before enable()."""
+    """Switch every guard off and restore each jax setting to its value before enable().
+    The check of the last guarded call, if still unread, is read first: its error raises here."""
     global _active
     with _lock:
         if _active is None:
             return
         state, _active = _active, None
-        _undo(state)
+        pending = jitwrap.take_unread()
+        try:
+            if pending is not None:
+                pending.settle()  # while the checks that name the op are still in place
+        finally:
+            _undo(state)
+
+
+def flush() -> None:
+    """Read the check of the last guarded call now (jaxguard reads each call's check once the
+    next guarded call has started): its NaN, Inf or out-of-bounds error raises here."""
+    jitwrap.flush()
+
+
+_exit_hook_registered = False
+
+
+def _flush_at_exit_once() -> None:
+    """At interpreter exit, the last guarded call's check is read and its error reported;
+    in IPython and Jupyter, after every cell (the error is shown under the cell that made it)."""
+    global _exit_hook_registered
+    if not _exit_hook_registered:
+        _exit_hook_registered = True
+        atexit.register(_flush_at_exit)
+        shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+        if shell is not None:
+            shell.events.register("post_run_cell", lambda *_: jitwrap.flush())
+
+
+def _flush_at_exit() -> None:
+    try:
+        jitwrap.flush()
+    except GuardError as error:  # too late to raise: said on stderr
+        sys.stderr.write(f"jaxguard: the last guarded call failed its check: {type(error).__name__}: {error}\n")
 
 
 def is_enabled() -> bool:
@@ -240,6 +289,9 @@ def guarded(options: dict, *, warn_late: bool):
         _enable(full, warn_late=warn_late)
     try:
         yield
+    except BaseException:
+        jitwrap.take_unread()  # the block failed already: its last call's check is moot
+        raise
     finally:
         with _lock:
             _guard_stack.remove(next(e for e in _guard_stack if e[0] is token))

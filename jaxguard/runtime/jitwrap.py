@@ -42,6 +42,21 @@ from jaxguard.runtime.errors import (
 active = False
 errors: frozenset = frozenset()  # jaxguard checkify error classes to check
 recompile_limit: int | None = None
+# Read each call's alarm once the next guarded call is dispatched (one call late), so the
+# host never waits for the device between steps; False reads it before the call returns.
+deferred = True
+# A function's first calls are read at once: a one-off call (a script's, a test's, a
+# notebook cell's) raises where it is made; a loop's later calls run asynchronously.
+_SYNC_CALLS = 10
+# per thread (an error raises in the thread whose call made it): the last deferred call
+# whose alarm is not read yet (a _Pending)
+_unread = threading.local()
+_epoch = 0  # calls are counted anew for each test (the pytest plugin)
+
+
+def count_calls_anew() -> None:
+    global _epoch
+    _epoch += 1
 
 # (fun, jit options) -> GuardedPjitFunction, held weakly: a guarded function (its twins and
 # their compiled code) lives as long as the program holds it, as a plain jax.jit does. A
@@ -99,6 +114,8 @@ class GuardedPjitFunction:
         # on every call does not re-run the whole function every call to find it again
         self._keep_err = False
         self._fast_traced: set[tuple] = set()  # argument types the fast twin was traced for
+        self._calls = 0  # checked calls so far (the first _SYNC_CALLS are read at once) ...
+        self._epoch = _epoch  # ... since this count began
         self._traces = recompile.Traces()
         self._donates = any(jit_kwargs.get(name) not in (None, (), [])
                             for name in ("donate_argnums", "donate_argnames"))
@@ -255,6 +272,20 @@ class GuardedPjitFunction:
                              f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]}); under this "
                              f"transformation it runs unchecked.", GuardCoverageWarning)
             return out
+        if self._epoch != _epoch:
+            self._epoch, self._calls = _epoch, 0
+        self._calls += 1
+        previous = take_unread()
+        if deferred and self._calls > _SYNC_CALLS and not isinstance(alarm, core.Tracer):
+            # (an eager transformation's tracer is read now, below)
+            # This call is dispatched; the previous one has finished or nearly: read its
+            # alarm now, this one's at the next call (or `jaxguard.flush()`, or exit).
+            _unread.call = _Pending(self, alarm, err, out, args, kwargs, _outer_frames(), self._calls)
+            if previous is not None:
+                previous.settle()
+            return out
+        if previous is not None:
+            previous.settle()
         try:
             alarmed = int(alarm)  # the one device-to-host read per call
         except jax.errors.ConcretizationTypeError:
@@ -266,8 +297,9 @@ class GuardedPjitFunction:
         if alarmed:
             self._raise(alarmed, err, out, args, kwargs)
         return out
-    def _raise(self, alarm: int, err, out, args, kwargs) -> None:
-        """alarm: bit 0 = a NaN/Inf reached an output, bit 1 = a per-op check failed."""
+    def _raise(self, alarm: int, err, out, args, kwargs, late: _Pending | None = None) -> None:
+        """alarm: bit 0 = a NaN/Inf reached an output, bit 1 = a per-op check failed.
+        `late`: the call was read one call late (said in the message)."""
         exc = err.get_exception() if err is not None else None
         if exc is None:  # re-run with every check to find the op
             leaves = jax.tree_util.tree_leaves((args, kwargs))
@@ -276,7 +308,7 @@ class GuardedPjitFunction:
                 raise self._unlocated_error(
                     out, "Its arguments were donated (donate_argnums), so jaxguard could "
                          "not re-run it to find the operation: call it once without "
-                         "donation to see the operation and its line.")
+                         "donation to see the operation and its line.", late)
             if alarm == 1 and not _bad_on_host(errors, out):
                 return  # the sum was NaN from +inf and -inf: no NaN in the outputs
             if alarm == 1 and not self._donates and bool(_bad_inputs(errors, leaves)):
@@ -286,13 +318,15 @@ class GuardedPjitFunction:
             except Exception as exc:
                 raise self._unlocated_error(
                     out, f"jaxguard could not instrument it to find the operation "
-                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]}).") from None
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:120]}).", late) from None
             exc = err.get_exception()
             if exc is None:  # no op made it from clean values (a NaN constant): fine
                 return
         guard_error = checks.to_guard_error(exc)
         if guard_error is None:
             raise exc
+        if late is not None:
+            guard_error = type(guard_error)(f"{guard_error} {late.note()}", where=guard_error.where, op=guard_error.op)
         raise_unless_in_library(guard_error)
         if alarm & 2:
             self._keep_err = True  # warned, not raised: it will recur, keep its value at hand
@@ -312,13 +346,17 @@ class GuardedPjitFunction:
             sys.stderr.write(f"jaxguard: checked re-run of {self._name()}() took "
                              f"{time.perf_counter() - start:.1f} s\n")
 
-    def _unlocated_error(self, out, reason: str):
+    def _unlocated_error(self, out, reason: str, late: _Pending | None = None):
         has_nan = any(np.isnan(np.asarray(leaf)).any() for leaf in _float_leaves(out))
         kind, cls = ("NaN", NaNError) if has_nan else ("Inf", InfError)
-        frames = checks._user_frames(checks.python_frames(3))
-        where = format_where(frames[0][0], frames[0][1]) if frames else "<unknown location>"
+        if late is not None:
+            where = late.call_site()
+        else:
+            frames = checks._user_frames(checks.python_frames(3))
+            where = format_where(frames[0][0], frames[0][1]) if frames else "<unknown location>"
+        note = f" {late.note()}" if late is not None else ""
         return cls(f"{where}: {kind} in the output of {self._name()}() although its inputs "
-                   f"had none. {reason}", where=where, op=self._name())
+                   f"had none. {reason}{note}", where=where, op=self._name())
 
     def _name(self) -> str:
         return getattr(self, "__name__", "function")
@@ -344,6 +382,60 @@ class GuardedPjitFunction:
 
 
 _VALUE_ERRORS = frozenset({checks.GuardNaN, checks.GuardInf})
+
+
+class _Pending:
+    """A guarded call whose alarm is read later: what it needs to raise, then."""
+
+    def __init__(self, function, alarm, err, out, args, kwargs, frames, number):
+        self.function, self.alarm, self.err, self.out = function, alarm, err, out
+        self.args, self.kwargs = args, kwargs
+        self.frames, self.number = frames, number  # the calling frames, sorted out on error
+
+    def settle(self) -> None:
+        """Read the alarm (waiting for the call to finish); raise as the call would have."""
+        __tracebackhide__ = True
+        alarmed = int(self.alarm)
+        if alarmed:
+            self.function._raise(alarmed, self.err, self.out, self.args, self.kwargs, late=self)
+
+    def call_site(self) -> str:
+        found = checks._user_frames(self.frames)
+        return format_where(found[0][0], found[0][1]) if found else "<unknown location>"
+
+    def note(self) -> str:
+        return (f"(Call {self.number} of {self.function._name()}(), made at {self.call_site()}; "
+                f"jaxguard reads a call's checks when the next guarded call has started, so "
+                f"this is raised one call late; jaxguard.enable(deferred=False) reads every call at once.)")
+
+
+def _outer_frames(limit: int = 4) -> list:
+    """(filename, function, line) of the frames calling the guarded function, innermost
+    first: their lines now (a frame's line moves on after the call)."""
+    frame, out = sys._getframe(2), []
+    while frame is not None and frame.f_code.co_filename.startswith(_OWN_DIR):
+        frame = frame.f_back  # jaxguard's own (__call__, jax's api boundary)
+    while frame is not None and len(out) < limit:
+        out.append((frame.f_code.co_filename, frame.f_code.co_name, frame.f_lineno))
+        frame = frame.f_back
+    return out
+
+
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def take_unread():
+    pending = getattr(_unread, "call", None)
+    _unread.call = None
+    return pending
+
+
+def flush() -> None:
+    """Read the check of the last guarded call, if it is still unread: raise its error now."""
+    __tracebackhide__ = True
+    pending = take_unread()
+    if pending is not None:
+        pending.settle()
 
 
 def _has_tracers(args, kwargs) -> bool:

@@ -138,7 +138,9 @@ def _index(x, i):
 @given(n=st.sampled_from([3, 8]), i=st.integers(-20, 20))
 def test_index_is_reported_exactly_when_out_of_range(n, i):
     # Property: x[i] raises iff i is outside [-n, n), for the jitted and the eager path.
-    with jaxguard.guard(recompiles=None):
+    # (deferred=False: the same function is called in every example, and each must raise
+    # at its own call rather than one call late)
+    with jaxguard.guard(recompiles=None, deferred=False):
         f = jax.jit(_index)  # one function object: traced once per n, not per example
         x = jnp.arange(n)
         for run in (lambda: f(x, i), lambda: x[jnp.int32(i)]):

@@ -217,3 +217,31 @@ def test_reuse_within_one_test_is_still_caught():
 """)
     result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard")
     result.assert_outcomes(passed=3)
+
+
+DEFERRED_TESTS = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(x, scale):
+    return jnp.log(x * scale)
+
+def test_last_step_makes_a_nan():
+    for i in range(30):  # past the first calls, read at once: later ones are read one call late
+        step(jnp.ones(2), -1.0 if i == 29 else 1.0)
+
+def test_next_test_is_clean():
+    for i in range(30):
+        step(jnp.ones(2), 1.0)
+"""
+
+
+def test_a_check_read_late_fails_the_test_that_made_it(pytester):
+    pytester.makepyfile(test_deferred_sample=DEFERRED_TESTS)
+    result = pytester.runpytest_subprocess(*_plugin_args(), "--jaxguard")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["E *NaNError: test_deferred_sample.py:6: NaN*Call 30 of step()*",
+                                 "FAILED test_deferred_sample.py::test_last_step_makes_a_nan*"])
+    assert "pytest_plugin.py" not in result.stdout.str()
+    assert "test_next_test_is_clean FAILED" not in result.stdout.str()
