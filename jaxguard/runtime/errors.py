@@ -154,6 +154,11 @@ def installed_package(filename: str | None) -> str | None:
 _warned_in_libraries: set[str] = set()
 
 
+def forget_library_warnings() -> None:
+    """Warn again about library alarms already warned about (each test is a program)."""
+    _warned_in_libraries.clear()
+
+
 def library_site(error: GuardError) -> str | None:
     """The installed package an out-of-bounds error's site lies in, if its policy is to warn."""
     if not isinstance(error, OutOfBoundsError):

@@ -60,6 +60,9 @@ def pytest_runtest_setup(item):
     keys = sys.modules.get("jaxguard.runtime.keys")
     if keys is not None:
         keys.reset()
+    errors = sys.modules.get("jaxguard.runtime.errors")
+    if errors is not None:
+        errors.forget_library_warnings()  # said once per test, where `pytest.warns` looks
     jitwrap = sys.modules.get("jaxguard.runtime.jitwrap")
     if jitwrap is not None:
         jitwrap.take_unread()  # an unread check left by a test that failed: not this test's

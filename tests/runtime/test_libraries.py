@@ -115,3 +115,27 @@ def test_a_recurring_library_read_is_located_once_not_on_every_call(tmp_path):
     assert result.stderr.count("re-running it with every operation checked") == 1, result.stderr[-2000:]
     assert "a check failed inside read_past_end()" in result.stderr
     assert "RecompileWarning" not in result.stderr
+
+
+def test_each_test_is_warned_about_a_librarys_alarm(tmp_path):
+    package = tmp_path / "site-packages" / "fakelib"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(FAKELIB)
+    (tmp_path / "test_uses_fakelib.py").write_text(textwrap.dedent("""
+        import jax.numpy as jnp
+        import pytest
+        import jaxguard
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_reads_past_end(n):
+            import fakelib
+            with pytest.warns(jaxguard.LibraryGuardWarning, match="out of bounds"):
+                fakelib.read_past_end(jnp.arange(3.0))
+    """))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site-packages"), JAX_PLATFORMS="cpu")
+    from test_pytest_plugin import _plugin_args
+
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_plugin_args(),
+                             "--jaxguard", str(tmp_path / "test_uses_fakelib.py")],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert "2 passed" in result.stdout, result.stdout[-2000:] + result.stderr[-1500:]
