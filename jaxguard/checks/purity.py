@@ -454,6 +454,11 @@ class TracedReadsMutableGlobal(Rule):
         "import jax\nfrom functools import partial\nclass Counter:\n    def __init__(self, n):\n        self.n = n\n"
         "    def bump(self):\n        self.n += 1\n    @partial(jax.jit, static_argnames=('self',))\n"
         "    def scaled(self, x):\n        return x * self.n\n",
+        # a helper of __init__ that is also called later: it reassigns after construction
+        "import jax\nfrom functools import partial\nclass Grid:\n    def __init__(self, n):\n        self._build(n)\n"
+        "    def _build(self, n):\n        self.index = list(range(n))\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def at(self, x):\n        return x * len(self.index)\n"
+        "g = Grid(3)\ng._build(4)\n",
     )
     valid = (
         "import jax\nSCALE = 2.0\n@jax.jit\ndef f(x):\n    return x * SCALE\n",
@@ -471,6 +476,10 @@ class TracedReadsMutableGlobal(Rule):
         "import jax\nfrom functools import partial\nclass Problem:\n    def __init__(self, n):\n        self.n = n\n"
         "        self.scale = 2.0\n    @partial(jax.jit, static_argnames=('self',))\n    def eval(self, x):\n"
         "        return x * self.n * self.scale\n",
+        # ... or by a helper that only the constructor calls (jaxmarl's overcooked grids)
+        "import jax\nfrom functools import partial\nclass Grid:\n    def __init__(self, n):\n        self._build(n)\n"
+        "    def _build(self, n):\n        self.index = list(range(n))\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def at(self, x):\n        return x * len(self.index)\n",
         # a class that hashes its fields: a changed field changes the cache key
         "import jax\nfrom functools import partial\nclass Config:\n    def __init__(self, n):\n        self.n = n\n"
         "    def __hash__(self):\n        return hash(self.n)\n    def __eq__(self, other):\n        return self.n == other.n\n"
@@ -543,8 +552,9 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
     cache[class_scope.node] = found
     if "__hash__" in class_scope.defs:
         return found
+    building = _construction_methods(facts, class_scope)
     for method in class_scope.defs.values():
-        if method.name in _CONSTRUCTORS or not method.params:
+        if method.name in building or not method.params:
             continue
         for target in _attribute_stores(method.node, {method.params[0]}):
             found.setdefault(target.attr.value, f"in '{method.name}'")
@@ -563,6 +573,37 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
                 for target in _attribute_stores(scope.node, names, nested=False):
                     found.setdefault(target.attr.value, f"on an instance ('{facts.module.code_for_node(target)}')")
     return found
+
+
+def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
+    """The constructors, and methods used only by them (`self._precompute()` in `__init__`,
+    referred to nowhere else in the module): what they assign is set while building."""
+    building = set(_CONSTRUCTORS) & set(class_scope.defs)
+    inside = {name: _attribute_reads(class_scope.defs[name].node) for name in class_scope.defs}
+    everywhere = _attribute_reads(facts.module)
+    grew = True
+    while grew:
+        grew = False
+        for name in class_scope.defs:
+            if name in building:
+                continue
+            from_builders = sum(inside[b].get(name, 0) for b in building)
+            if from_builders and from_builders == everywhere.get(name, 0):
+                building.add(name)
+                grew = True
+    return building
+
+
+def _attribute_reads(node: cst.CSTNode) -> dict[str, int]:
+    """How often each attribute name is referred to (`x.name`) in `node`."""
+    counts: dict[str, int] = {}
+
+    class _Count(Visitor):
+        def visit_Attribute(self, attribute: cst.Attribute) -> None:
+            counts[attribute.attr.value] = counts.get(attribute.attr.value, 0) + 1
+
+    walk(node, _Count())
+    return counts
 
 
 def _attribute_stores(node: cst.CSTNode, receivers: set[str], nested: bool = True) -> list[cst.Attribute]:
