@@ -80,6 +80,9 @@ class PrintInTraced(Rule):
         "import jax\n@jax.jit\ndef f(x):\n    print(f'{x.shape}: {x}')\n    return x\n",
     )
     valid = (
+        # under `with jax.disable_jit():` a scan runs its body as a Python loop on real values
+        "import jax\nimport jax.numpy as jnp\ndef test_scan():\n    def body(c, x):\n        print(c)\n"
+        "        return c + x, c\n    with jax.disable_jit():\n        jax.lax.scan(body, 0.0, jnp.arange(3.0))\n",
         "import jax\n@jax.jit\ndef f(x):\n    jax.debug.print('{}', x)\n    return x\n",
         "import jax\ndef f(x):\n    print(x)\n    return x\nprint(jax.grad(f)(1.0))\n",
         "def jit(f):\n    return f\n@jit\ndef f(x):\n    print(x)\n    return x\n",

@@ -739,6 +739,10 @@ class JitInLoop(Rule):
         # a factory that returns the jitted step (flax/optax style): built once per call site
         "import jax\ndef make_train_step(model, tx):\n    @jax.jit\n    def step(state, batch):\n"
         "        return state\n    return step\n",
+        # ... also when each is warmed up in the loop before it is kept (jax-fdm's constraints)
+        "import jax\ndef build(constraints, x):\n    kept = []\n    for c in constraints:\n        def fun(p):\n"
+        "            return p * c\n        fun_jit = jax.jit(fun)\n        fun_jit(x)\n"
+        "        kept.append(dict(fun=fun_jit))\n    return kept\n",
         # a table of programs: each built in the loop, stored, and called later (jax-fem)
         "import jax\ndef make(i):\n    return lambda x: x * i\nclass Problem:\n    def __init__(self, n):\n"
         "        self.kernels = []\n        for i in range(n):\n            kernel = jax.jit(jax.vmap(make(i)))\n"
@@ -896,11 +900,36 @@ class JitInLoop(Rule):
             if isinstance(small, cst.Assign) and small.value is call:
                 targets = [t.target for t in small.targets]
                 if all(isinstance(t, cst.Name) for t in targets):
-                    return any(self._called_in_loop(t.value) for t in targets)
+                    names = {t.value for t in targets}
+                    return any(self._called_in_loop(n) for n in names) and not self._kept(names)
                 return False
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and call in [a.value for a in small.value.args]:
                 return False  # handed straight to a container or registry
         return True
+
+    def _kept(self, names: set[str]) -> bool:
+        """The loop stores the jitted function for later (`table.append(step)`,
+        `out.append(Constraint(fun=step))`, `self.fns[i] = step`, `yield step`): one compiled
+        program per entry, each warmed up or not, is what the loop is for."""
+        kept = []
+
+        class _Stores(Visitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value in _STORING:
+                    if any(names_in(arg.value) & names for arg in node.args):
+                        kept.append(node)
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                stored = any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in node.targets)
+                if stored and names_in(node.value) & names:
+                    kept.append(node)
+
+            def visit_Yield(self, node: cst.Yield) -> None:
+                if node.value is not None and names_in(node.value) & names:
+                    kept.append(node)
+
+        walk(self.loops[-1].body, _Stores())
+        return bool(kept)
 
     def _called_in_loop(self, name: str) -> bool:
         found = []
@@ -1192,6 +1221,9 @@ def _loop_dependent_names(loop: cst.For) -> set[str]:
                 changed = True
     return varying
 
+
+# Container methods that keep what they are given.
+_STORING = frozenset({"append", "extend", "insert", "add", "setdefault", "update", "put"})
 
 # Array constructors whose first argument is the shape.
 _SHAPED_CONSTRUCTORS = frozenset({"zeros", "ones", "empty", "full", "arange", "linspace", "eye"})

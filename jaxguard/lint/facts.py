@@ -395,6 +395,7 @@ class _Collector(Visitor):
         self.stack: list[Scope] = []
         self.module_compound_depth = 0
         self.module_loop_depth = 0
+        self.eager_blocks: list[bool] = []  # per enclosing `with`: is it `jax.disable_jit()`?
         self.events = 0  # module-level bindings and definitions seen so far
 
     @property
@@ -548,6 +549,14 @@ class _Collector(Visitor):
         for name in _target_names(node.target):
             self._bind_value(name, node.value)
 
+    def visit_With(self, node: cst.With) -> None:
+        # `with jax.disable_jit():` runs the transformations called inside eagerly
+        disables = any(isinstance(item.item, cst.Call) and _call_tail(item.item.func) == "disable_jit" for item in node.items)
+        self.eager_blocks.append(disables)
+
+    def leave_With(self, original_node: cst.With) -> None:
+        self.eager_blocks.pop()
+
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             for name in _target_names(node.asname.name):
@@ -580,11 +589,17 @@ class _Collector(Visitor):
         )
         if tail in _INTERESTING_CALL_TAILS:
             self.facts.transform_calls.append((node, self.scope))
+            if any(self.eager_blocks):
+                self.facts.eager_transform_calls.add(node)
 
 
 def node_name(node: cst.CSTNode) -> str | None:
     name = getattr(node, "name", None)
     return name.value if isinstance(name, cst.Name) else None
+
+
+def _call_tail(func: cst.BaseExpression) -> str | None:
+    return func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else None)
 
 
 def _leaves(body) -> bool:
@@ -616,6 +631,9 @@ class ModuleFacts:
         self.jit_calls: dict[cst.Call, StaticSpec] = {}
         # lax calls whose body arguments are traced: call -> body argument nodes
         self.lax_body_args: dict[cst.Call, list[cst.BaseExpression]] = {}
+        # transformations applied inside `with jax.disable_jit():`, which run the function as
+        # plain Python: they trace nothing
+        self.eager_transform_calls: set[cst.Call] = set()
         # calls whose result is called at once (`shard_map(f, ...)(x)`)
         self.invoked: set[cst.Call] = set()
         # `shard_map(f, ...)(x)`: f is traced only if the call runs inside traced code
@@ -948,7 +966,8 @@ class ModuleFacts:
                     self.jitted_names[(info.parent, info.name)] = spec
         # 2. call forms: jax.jit(f, ...), lax.scan(body, ...), partial(jax.jit, ...)(f)
         for call, scope in self.transform_calls:
-            self._record_transform_call(call, scope)
+            if call not in self.eager_transform_calls:
+                self._record_transform_call(call, scope)
         # 3. what other modules of the project do with this one's functions
         if self.project is not None:
             self._mark_from_project(self.project)
