@@ -133,6 +133,23 @@ def test_x64_enabled_only_in_an_unrelated_module_does_not_count(tmp_path):
     assert ("pkg/ops.py", "JG903") in found(root, ".")
 
 
+def test_x64_enabled_by_one_test_module_holds_for_the_test_run(tmp_path):
+    # pytest imports every test module before running any: one that enables x64 at import
+    # turns it on for the others (scico's tests); the library's own modules are unaffected
+    test_module = "import jax.numpy as jnp\ndef test_dtype():\n    assert jnp.zeros(2, jnp.float64).sum() == 0\n"
+    files = {
+        "pkg/__init__.py": "", "pkg/ops.py": X64_MODULE,
+        "tests/test_a.py": "import jax\njax.config.update('jax_enable_x64', True)\ndef test_a():\n    pass\n",
+        "tests/test_b.py": test_module,
+    }
+    root = make(tmp_path, files)
+    assert found(root, ".", "--select", "JG903") == {("pkg/ops.py", "JG903")}
+    del files["tests/test_a.py"]
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    assert ("tests/test_b.py", "JG903") in found(make(alone, files), ".", "--select", "JG903")
+
+
 def static_package(tmp_path: Path, helper_body: str) -> Path:
     return make(tmp_path, {
         "pkg/__init__.py": "",

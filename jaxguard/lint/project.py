@@ -326,6 +326,10 @@ class ProjectIndex:
             if name in self._x64:
                 return self._x64[name]
             name = name.rpartition(".")[0]
+        if self.is_test_module(module):
+            # pytest imports every test module (and conftest) of a run before it runs one:
+            # x64 enabled by one at import is on for all of them
+            return next((m for m in sorted(self.test_modules) if self.summaries[m]["x64"]), None)
         return None
 
     def key_verdict(self, place: tuple[str, str], param: str) -> str:
