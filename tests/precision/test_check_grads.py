@@ -259,26 +259,22 @@ def test_vector_valued_functions_are_checked_through_a_random_cotangent():
     assert report.located is not None and report.located.index == (3,)
 
 
-@jax.custom_jvp
-def softplus(x):
-    return jnp.log1p(jnp.exp(x))
+def softplus_with_rule(sign):
+    """softplus with a custom_jvp rule sigmoid(sign * x): right for sign=1, wrong for -1."""
+
+    @jax.custom_jvp
+    def softplus(x):
+        return jnp.log1p(jnp.exp(x))
+
+    @softplus.defjvp
+    def rule(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return softplus(x), jax.nn.sigmoid(sign * x) * t
+
+    return softplus
 
 
-@softplus.defjvp
-def softplus_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return softplus(x), jax.nn.sigmoid(x) * t
-
-
-@jax.custom_jvp
-def softplus_wrong(x):
-    return jnp.log1p(jnp.exp(x))
-
-
-@softplus_wrong.defjvp
-def softplus_wrong_jvp(primals, tangents):
-    (x,), (t,) = primals, tangents
-    return softplus_wrong(x), jax.nn.sigmoid(-x) * t  # the sign of x flipped
+softplus, softplus_wrong = softplus_with_rule(1.0), softplus_with_rule(-1.0)
 
 
 def test_forward_mode_checks_jvp_beside_grad():
