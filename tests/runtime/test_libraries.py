@@ -117,6 +117,21 @@ def test_a_recurring_library_read_is_located_once_not_on_every_call(tmp_path):
     assert "RecompileWarning" not in result.stderr
 
 
+def test_the_program_that_keeps_a_library_reads_error_is_compiled_by_the_first_call(tmp_path):
+    # the first call (already slow: it locates the read) compiles what later calls run, so
+    # a timed second call (equinox's checkpointed-loop speed test) does not compile
+    result = run(tmp_path, """
+        jaxguard.enable()
+        import fakelib
+        fakelib.read_past_end(jnp.arange(3.0))
+        twins = fakelib.read_past_end._twins
+        compiled = {key: twin._cache_size() for key, twin in twins.items()}
+        fakelib.read_past_end(jnp.arange(3.0))
+        print("same", compiled == {key: twin._cache_size() for key, twin in twins.items()})
+    """)
+    assert "same True" in result.stdout, result.stdout + result.stderr[-1500:]
+
+
 def test_each_test_is_warned_about_a_librarys_alarm(tmp_path):
     package = tmp_path / "site-packages" / "fakelib"
     package.mkdir(parents=True)
