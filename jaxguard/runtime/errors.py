@@ -168,18 +168,20 @@ def library_site(error: GuardError) -> str | None:
     return package if package is not None and warns_for({package}) else None
 
 
-def raise_unless_in_library(error: GuardError) -> None:
-    """Raise `error`; an out-of-bounds access inside an installed package whose policy is to
-    warn (equinox's checkpointed loop reads a clamped, discarded index) is the package's to
-    fix: a LibraryGuardWarning at the user's own call that led there instead."""
+def raise_unless_in_library(error: GuardError, note: str = "") -> None:
+    """Raise `error` (with `note` appended: where a call read late was made); an
+    out-of-bounds access inside an installed package whose policy is to warn (equinox's
+    checkpointed loop reads a clamped, discarded index) is the package's to fix: a
+    LibraryGuardWarning at the user's own call that led there instead, once per access."""
     __tracebackhide__ = True  # pytest: the error shows the user's frames, not this one
     package = library_site(error)
+    told = f"{error} {note}" if note else str(error)
     if package is None:
-        raise error
+        raise type(error)(told, where=error.where, op=error.op) if note else error
     if str(error) in _warned_in_libraries:
-        return  # one access seen by two checks (the host's and the library jit's): said once
+        return  # one access seen by two checks, or by every call of a loop: said once
     _warned_in_libraries.add(str(error))
-    warn_at_own_code(f"{error} (Inside {package}, not your code: "
+    warn_at_own_code(f"{told} (Inside {package}, not your code: "
                      f"jaxguard.enable(libraries='raise') makes this an error.)", LibraryGuardWarning)
 
 

@@ -325,10 +325,8 @@ class GuardedPjitFunction:
         guard_error = checks.to_guard_error(exc)
         if guard_error is None:
             raise exc
-        if late is not None:
-            guard_error = type(guard_error)(f"{guard_error} {late.note()}", where=guard_error.where, op=guard_error.op)
-        raise_unless_in_library(guard_error)
-        if alarm & 2:
+        raise_unless_in_library(guard_error, late.note() if late is not None else "")
+        if alarm & 2 and not self._keep_err:
             self._keep_err = True  # warned, not raised: it will recur, keep its value at hand
             # Compile the twin that keeps it now, in this call (slow already: it re-ran the
             # function to locate the read), not in the user's next call (equinox's timed

@@ -26,6 +26,13 @@ def init_model(key):
 def read_past_end(x):
     return x[jnp.asarray(x.shape[0])]
 
+RUNS = []
+
+@jax.jit
+def counted_read_past_end(x):
+    jax.debug.callback(lambda: RUNS.append(1))  # counts the runs of the compiled program
+    return x[jnp.asarray(x.shape[0])]
+
 def eager_read_past_end(x):
     # op by op, as under an eager grad: checked on the host
     return jax.lax.dynamic_slice(x, (jnp.asarray(x.shape[0]),), (1,))
@@ -130,6 +137,23 @@ def test_the_program_that_keeps_a_library_reads_error_is_compiled_by_the_first_c
         print("same", compiled == {key: twin._cache_size() for key, twin in twins.items()})
     """)
     assert "same True" in result.stdout, result.stdout + result.stderr[-1500:]
+
+
+def test_a_recurring_library_read_costs_no_extra_run_after_the_first_call(tmp_path):
+    # first call: the program, the locating re-run and the warm-up of the twin that keeps
+    # the error; each later call (read late or at once): one run, and no second warning
+    result = run(tmp_path, """
+        jaxguard.enable()
+        import fakelib
+        for _ in range(30):
+            fakelib.counted_read_past_end(jnp.arange(3.0))
+        jaxguard.flush()
+        jax.effects_barrier()
+        print("runs", len(fakelib.RUNS))
+    """)
+    # (the locating program runs the body twice: as checked, and with what ops make zeroed)
+    assert "runs 33" in result.stdout, result.stdout + result.stderr[-1500:]
+    assert result.stderr.count("LibraryGuardWarning") == 1, result.stderr[-3000:]
 
 
 def test_each_test_is_warned_about_a_librarys_alarm(tmp_path):
