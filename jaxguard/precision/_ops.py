@@ -295,7 +295,7 @@ def _reduction_spread(eqn, wide_inputs):
         terms = int(np.prod(rhs)) // max(1, int(rhs[params["dimension_numbers"].rhs_spec[0]]))
     if terms <= 1:
         return None
-    magnitudes = apply_wide(eqn, [jnp.abs(x) for x in wide_inputs])[0]
+    magnitudes = apply_wide(eqn, [jnp.abs(x) for x in wide_inputs], working=True)[0]
     return float(np.sqrt(terms)) * magnitudes
 
 
@@ -446,7 +446,7 @@ class _Instrumenter:
                 continue
             if is_inexact(aval.dtype):
                 if local is None:
-                    local = apply_wide(eqn, [widen(x) for x in win])
+                    local = apply_wide(eqn, [widen(x) for x in win], working=True)
                 # Like assert_close on mixed dtypes, the loosest of inputs and output: an
                 # upcast from float16 must not be held to float32's tolerance.
                 tol = tolerance(aval.dtype, *float_in_dtypes, rtol=_for_op(self.rtol, name), atol=_for_op(self.atol, name),

@@ -98,6 +98,10 @@ def test_a_product_of_16_bit_floats_has_a_float32_reference_as_good_as_float64()
             error = np.max(np.abs(np.asarray(got) - exact)) / np.max(np.abs(exact))
             assert error < (1e-12 if wide else 1e-6)
             assert wide or error > 0  # float32 really was used
+            # the working values, multiplied in their own 16-bit dtype with float32 sums
+            # (three times faster on CPU): as close to float64
+            (fast,) = _shadow.apply_wide(eqn, [_shadow.widen(lhs), _shadow.widen(rhs)], working=True)
+            assert np.max(np.abs(np.asarray(fast) - exact)) / np.max(np.abs(exact)) < (1e-12 if wide else 1e-6)
 
 
 def branchy(a, b):
