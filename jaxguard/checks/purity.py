@@ -583,7 +583,9 @@ def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
     referred to nowhere else in the module): what they assign is set while building."""
     building = set(_CONSTRUCTORS) & set(class_scope.defs)
     inside = {name: _attribute_reads(class_scope.defs[name].node) for name in class_scope.defs}
-    everywhere = _attribute_reads(facts.module)
+    everywhere = facts.derived.get("attribute-reads")
+    if everywhere is None:
+        everywhere = facts.derived["attribute-reads"] = _attribute_reads(facts.module)
     grew = True
     while grew:
         grew = False
