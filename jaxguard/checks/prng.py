@@ -583,7 +583,7 @@ def _init_side_streams(call: cst.Call, keys: set[int]) -> set[int]:
     }
     args = [arg for arg in call.args if arg.keyword is None and not arg.star]
     first = args[0].value if args else None
-    named_as_key = isinstance(first, cst.Name) and ("key" in first.value.lower() or "rng" in first.value.lower())
+    named_as_key = isinstance(first, cst.Name) and KEY_PARAM.match(first.value) is not None
     if not (isinstance(first, cst.Dict) or id(first) in keys or named_as_key):
         return streams  # `Linear.init(In, Out, key=k)`: an equinox-style constructor, no forward pass
     return streams | {id(arg.value) for arg in args[1:]}

@@ -10,7 +10,7 @@ import libcst as cst
 from jaxguard.lint import kinds
 from jaxguard.lint.engine import AddImport, ReplaceNode
 from jaxguard.lint.facts import (
-    GRAD_TRANSFORMS, FunctionInfo, ModuleFacts, dotted_name, keyword, literal_str, node_name, positional, target_name_nodes,
+    FunctionInfo, ModuleFacts, dotted_name, keyword, literal_str, node_name, positional, target_name_nodes,
 )
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.traced import CONCRETE_ATTRS, CONCRETE_CALLS, TracedFlow
@@ -755,7 +755,7 @@ class TracedWritesOuterState(Rule):
                 return  # an NNX Variable of an nnx.jit argument: the transformation carries it out
             if not _inside_a_transformed_function(ctx):
                 return  # a helper that traced code calls: what it stores is not proven a tracer
-            if _only_unstaged(ctx) and not TracedFlow.of(ctx).origins(value, ctx):
+            if ctx.facts.only_unstaged(ctx.function) and not TracedFlow.of(ctx).origins(value, ctx):
                 return  # vmap or grad alone runs the body on every call: only a traced value leaks
             # a returned argument's data may change; a string (static metadata) changes only while tracing
             if _handed_back(ctx, root) and not isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
@@ -804,30 +804,6 @@ def _inside_a_transformed_function(ctx) -> bool:
             return True
         function = ctx.facts.enclosing_function(function.parent)
     return False
-
-
-def _only_unstaged(ctx) -> bool:
-    """The current function is transformed only by vmap or grad (which trace it anew on
-    every call, running what does not depend on its arguments eagerly), applied in code
-    that is not itself traced; not jitted, scanned or traced by another module."""
-    facts, function = ctx.facts, ctx.function
-    if function is None or function.traced_by not in _UNSTAGED:
-        return False
-    outer = facts.enclosing_function(function.parent)
-    if outer is not None and outer.traced:
-        return False
-    applied = [
-        (found[0], scope) for call, scope in facts.transform_calls
-        if (found := facts.transform_call(call, scope)) is not None
-        and facts.function_for(positional(call)[0], scope) is function
-    ]
-    applied += [(found[0], function.parent) for d in function.decorators if (found := facts.transform_of(d.decorator, function.parent))]
-    return bool(applied) and all(
-        name in _UNSTAGED and not (scope.function is not None and scope.function.traced) for name, scope in applied
-    )
-
-
-_UNSTAGED = frozenset({"jax.vmap", *GRAD_TRANSFORMS})
 
 
 def _being_constructed(ctx, name: str) -> bool:

@@ -551,7 +551,7 @@ class _Collector(Visitor):
 
     def visit_With(self, node: cst.With) -> None:
         # `with jax.disable_jit():` runs the transformations called inside eagerly
-        disables = any(isinstance(item.item, cst.Call) and _call_tail(item.item.func) == "disable_jit" for item in node.items)
+        disables = any(isinstance(item.item, cst.Call) and call_tail(item.item.func) == "disable_jit" for item in node.items)
         self.eager_blocks.append(disables)
 
     def leave_With(self, original_node: cst.With) -> None:
@@ -584,10 +584,7 @@ class _Collector(Visitor):
             function.calls.append(node)
         if isinstance(node.func, cst.Call):
             self.facts.invoked.add(node.func)
-        tail = node.func.attr.value if isinstance(node.func, cst.Attribute) else (
-            node.func.value if isinstance(node.func, cst.Name) else None
-        )
-        if tail in _INTERESTING_CALL_TAILS:
+        if call_tail(node.func) in _INTERESTING_CALL_TAILS:
             self.facts.transform_calls.append((node, self.scope))
             if any(self.eager_blocks):
                 self.facts.eager_transform_calls.add(node)
@@ -598,8 +595,17 @@ def node_name(node: cst.CSTNode) -> str | None:
     return name.value if isinstance(name, cst.Name) else None
 
 
-def _call_tail(func: cst.BaseExpression) -> str | None:
-    return func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else None)
+# Transformations that trace a function anew on every call (nothing staged and kept).
+_UNSTAGED = frozenset({"jax.vmap", *GRAD_TRANSFORMS})
+
+
+def call_tail(func: cst.BaseExpression) -> str | None:
+    """The last name of a called expression: `f` of `f(...)` and of `a.b.f(...)`."""
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return None
 
 
 def _leaves(body) -> bool:
@@ -774,6 +780,28 @@ class ModuleFacts:
 
         walk(self.module, _Blocks())
         return dead
+
+    def only_unstaged(self, info: FunctionInfo | None) -> bool:
+        """`info` is transformed only by vmap or grad (which trace it anew on every call,
+        running what does not depend on its arguments eagerly), applied in code that is not
+        itself traced; not jitted, scanned or traced by another module."""
+        if info is None or info.traced_by not in _UNSTAGED:
+            return False
+        known = self.derived.setdefault("only-unstaged", {})
+        if info.node not in known:
+            outer = self.enclosing_function(info.parent)
+            applied = [
+                (found[0], scope) for call, scope in self.transform_calls
+                if (found := self.transform_call(call, scope)) is not None
+                and self.function_for(positional(call)[0], scope) is info
+            ]
+            applied += [
+                (found[0], info.parent) for d in info.decorators if (found := self.transform_of(d.decorator, info.parent))
+            ]
+            known[info.node] = not (outer is not None and outer.traced) and bool(applied) and all(
+                name in _UNSTAGED and not (scope.function is not None and scope.function.traced) for name, scope in applied
+            )
+        return known[info.node]
 
     @property
     def module_scope(self) -> Scope:

@@ -34,6 +34,7 @@ import libcst as cst
 
 from jaxguard.lint.facts import (
     TRACING_TRANSFORMS,
+    call_tail,
     FunctionInfo,
     ModuleFacts,
     Scope,
@@ -127,14 +128,6 @@ def _asks_about_tracing(tail: str) -> bool:
     """`not_jax_tracer(x)`, `is_concrete(x)`: a Python bool that guards concrete-only code."""
     lowered = tail.lower()
     return "tracer" in lowered or "concrete" in lowered
-
-
-def call_tail(func: cst.BaseExpression) -> str | None:
-    if isinstance(func, cst.Name):
-        return func.value
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return None
 
 
 def _star_params(node: cst.FunctionDef | cst.Lambda) -> set[str]:

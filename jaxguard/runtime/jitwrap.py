@@ -79,7 +79,8 @@ def _staged() -> bool:
 
 # An error raised through a guarded call shows the user's frames, not jaxguard's (as jax
 # hides its own internals; JAX_TRACEBACK_FILTERING=off shows everything).
-traceback_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+traceback_util.register_exclusion(_OWN_DIR)
 
 
 class GuardedPjitFunction:
@@ -422,8 +423,6 @@ def _outer_frames(limit: int = 4) -> list:
         frame = frame.f_back
     return out
 
-
-_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def take_unread():
