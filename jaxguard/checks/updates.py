@@ -190,6 +190,8 @@ def _literal_item(container: cst.BaseExpression, step: cst.Subscript) -> cst.Bas
 
 AT_OPS = kinds.AT_METHODS - {"get"}
 # Pure functions of jax.numpy whose result is the whole point; a bare call discards it.
+# jax.numpy's own namespaces; `jax.numpy.testing...` is a misresolved `np` alias (`import jax.numpy as np`)
+JNP_NAMESPACES = frozenset({"jax.numpy", "jax.numpy.linalg", "jax.numpy.fft"})
 NOT_PURE = frozenset({"jax.numpy.save", "jax.numpy.savez", "jax.numpy.load", "jax.numpy.set_printoptions", "jax.numpy.printoptions"})
 SORTING = frozenset({"jax.numpy.sort"})
 
@@ -200,6 +202,7 @@ class DiscardedFunctionalUpdate(Rule):
     name = "discarded-functional-update"
     summary = "The result of x.at[idx].set(...) is discarded: JAX updates are out-of-place"
     message = "the result of {call} is discarded: JAX updates are out-of-place, '{name}' is unchanged"
+    message_pure = "the result of {call} is discarded: jax.numpy functions only return a value, so this statement does nothing"
     fix_kind = "autofix"
     what = "Flags `x.at[i].set(v)` (any `.at[]` update), `x.sort()`, `jnp.sort(x)` and other `jax.numpy` calls used as bare statements."
     why = """
@@ -261,13 +264,16 @@ class DiscardedFunctionalUpdate(Rule):
             self._report(node, call, func.value, fixable=True)
             return
         qualified = ctx.qualname(func)
-        if qualified is None or not qualified.startswith("jax.numpy.") or qualified in NOT_PURE:
+        if qualified is None or qualified.rpartition(".")[0] not in JNP_NAMESPACES or qualified in NOT_PURE:
             return
         if any(isinstance(s, cst.Try) for s in ctx.statement_stack):
             return  # called for the exception it may raise (`jnp.broadcast_shapes(a, b)`)
         args = positional(call)
         first = args[0] if args else None
-        self._report(node, call, first, fixable=qualified in SORTING)
+        if qualified in SORTING:
+            self._report(node, call, first, fixable=True)
+        else:  # a comparison or computation: nothing it returns is an update of its input
+            self.report(call, self.message_pure.format(call=self.ctx.code(call.func).strip() + "(...)"))
 
     def _displayed(self, node: cst.Expr) -> bool:
         """A notebook cell's last expression is shown as the cell's output: not discarded."""
