@@ -103,7 +103,10 @@ def test_a_key_passed_on_through_two_modules_is_followed(tmp_path):
 X64_MODULE = "import jax.numpy as jnp\ndef f(x):\n    return x.astype(jnp.float64)\n"
 
 
-@pytest.mark.parametrize("where", ["init", "config-imported-by-init", "imported-module", "star-imported-by-init"])
+@pytest.mark.parametrize("where", [
+    "init", "config-imported-by-init", "imported-module", "star-imported-by-init",
+    "imports-a-module-requiring-x64", "cli-enables-then-imports", "init-imports-every-submodule",
+])
 def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
     enable = "import jax\njax.config.update('jax_enable_x64', True)\n"
     files = {"pkg/__init__.py": "", "pkg/ops.py": X64_MODULE}
@@ -116,6 +119,17 @@ def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
         files["pkg/__init__.py"] = "from pkg.sub import *\n"
         files["pkg/sub/__init__.py"] = "from pkg.sub.precision import *\n"
         files["pkg/sub/precision.py"] = "import jax\nif not jax.config.read('jax_enable_x64'):\n    " + enable.splitlines()[1] + "\n"
+    elif where == "imports-a-module-requiring-x64":  # the import raises unless x64 is on
+        files["pkg/time_utils.py"] = "from jax import config\nif not config.read('jax_enable_x64'):\n    raise RuntimeError('x64')\n"
+        files["pkg/ops.py"] = "from pkg import time_utils\n" + X64_MODULE
+    elif where == "cli-enables-then-imports":  # the entry point turns x64 on, then loads the code
+        files["pkg/cli.py"] = "def main():\n    import jax\n    jax.config.update('jax_enable_x64', True)\n    from pkg.ops import f\n    f(1.0)\n"
+    elif where == "init-imports-every-submodule":  # families that register themselves on import
+        files["pkg/__init__.py"] = (
+            "import importlib\nimport pkgutil\nfor info in pkgutil.walk_packages(__path__, __name__ + '.'):\n"
+            "    importlib.import_module(info.name)\n"
+        )
+        files["pkg/family.py"] = enable
     else:
         files["pkg/setup.py"] = enable
         files["pkg/ops.py"] = "from pkg import setup\n" + X64_MODULE
@@ -131,6 +145,19 @@ def test_x64_enabled_only_in_an_unrelated_module_does_not_count(tmp_path):
         "scripts/run64.py": "import jax\njax.config.update('jax_enable_x64', True)\n",
     })
     assert ("pkg/ops.py", "JG903") in found(root, ".")
+
+
+def test_x64_enabled_in_a_function_after_its_imports_does_not_count(tmp_path):
+    # the module was imported before the flag was set, and other code imports it too;
+    # a module that only checks the flag without refusing to run proves nothing either
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/ops.py": X64_MODULE,
+        "pkg/cli.py": "from pkg.ops import f\ndef main():\n    import jax\n    jax.config.update('jax_enable_x64', True)\n    f(1.0)\n",
+        "pkg/notes.py": "from jax import config\nif not config.read('jax_enable_x64'):\n    print('32-bit')\n",
+        "pkg/user.py": "from pkg import notes\n" + X64_MODULE,
+    })
+    assert {("pkg/ops.py", "JG903"), ("pkg/user.py", "JG903")} <= found(root, "pkg")
 
 
 def test_x64_enabled_by_one_test_module_holds_for_the_test_run(tmp_path):

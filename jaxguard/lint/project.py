@@ -310,8 +310,18 @@ class ProjectIndex:
                     if imported in self.summaries and imported != module:
                         importers.setdefault(imported, set()).add(module)
                     imported = imported.rpartition(".")[0]
+        for package, summary in self.summaries.items():
+            if summary["imports_submodules"]:
+                for module in self.summaries:
+                    if module.startswith(package + "."):
+                        importers.setdefault(module, set()).add(package)
         on: dict[str, str] = {}
         work = [(module, module) for module, summary in self.summaries.items() if summary["x64"]]
+        # an entry point that enables x64 and then imports modules: they run with it
+        work += [
+            (imported, module) for module, summary in self.summaries.items()
+            for target in summary["x64_then_imports"] if (imported := self.module_of(target)) in self.summaries
+        ]
         while work:
             module, source = work.pop()
             if module in on:

@@ -50,7 +50,7 @@ _X64_VALUES = (True, 1, "1", "true", "True")
 
 def empty_summary() -> dict:
     return {
-        "imports": {}, "star_imports": [], "x64": False, "marks": [], "functions": {}, "static_fields": {},
+        "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "imports_submodules": False, "marks": [], "functions": {}, "static_fields": {},
         "fields": [], "aliases": {}, "module_calls": [],
     }
 
@@ -67,6 +67,24 @@ def summarise(source: str, module: str, is_package: bool) -> dict:
         return _Summariser(module, is_package).run(tree)
     except RecursionError:
         return empty_summary()
+
+
+def _imports_submodules(calls, qualify) -> bool:
+    """A package `__init__` that imports every module below it (`for info in
+    pkgutil.walk_packages(__path__): importlib.import_module(info.name)`)."""
+    names = {qualify(call.func) for call in calls}
+    return "importlib.import_module" in names and bool(names & {"pkgutil.walk_packages", "pkgutil.iter_modules"})
+
+
+def _requires_x64(node: ast.AST) -> bool:
+    """`if not jax.config.read("jax_enable_x64"): raise ...` (or `jax.config.jax_enable_x64`)."""
+    if not (isinstance(node, ast.If) and isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
+        return False
+    flag = node.test.operand
+    reads = (isinstance(flag, ast.Call) and (_dotted(flag.func) or "").endswith("config.read")
+             and flag.args and _constant(flag.args[0]) == "jax_enable_x64")
+    reads = reads or (isinstance(flag, ast.Attribute) and flag.attr in ("jax_enable_x64", "x64_enabled"))
+    return bool(reads) and any(isinstance(statement, ast.Raise) for statement in node.body)
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -165,6 +183,14 @@ class _Summariser:
         # a helper that enables x64, called or registered (a config callback) at import
         if any(name.id in x64_helpers for name in at_import.names):
             summary["x64"] = True
+        # a module that refuses to import without x64 (`if not config.read("jax_enable_x64"):
+        # raise`) runs with it, as does whatever imports it
+        if any(_requires_x64(node) for node in tree.body):
+            summary["x64"] = True
+        summary["x64_then_imports"] = sorted({
+            target for node, _, _ in functions for target in self._imported_after_enabling_x64(node)
+        })
+        summary["imports_submodules"] = _imports_submodules(at_import.calls, self.qualify)
         for node in at_import_code:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self._alias(node.targets[0].id, node.value)
@@ -196,6 +222,17 @@ class _Summariser:
         target = self.qualify(value)
         if target is not None:
             self.summary["aliases"][name] = target
+
+    def _imported_after_enabling_x64(self, function: ast.AST) -> list[str]:
+        """Modules an entry point imports after it enables x64 (`main()` in a CLI: enable,
+        then `from .commands import run`): their code runs with x64."""
+        enabled_at = min((node.lineno for node in ast.walk(function) if self._enables_x64(node)), default=None)
+        if enabled_at is None:
+            return []
+        later = [node for node in ast.walk(function) if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno > enabled_at]
+        found: dict[str, str] = {}
+        self._read_imports(later, found)
+        return list(found.values())
 
     def _enables_x64(self, node: ast.AST) -> bool:
         """`jax.config.update("jax_enable_x64", True)`, `config.update(...)`, the environment
