@@ -52,7 +52,7 @@ def test_flake8_prints_exactly_what_the_cli_prints(tmp_path):
     paths = sorted(p.name for p in tmp_path.glob("*.py"))
     cli = _cli(paths, tmp_path)
     flake8 = _flake8(paths, tmp_path)
-    assert len(cli) >= 20
+    assert len(cli) >= 15  # enough lines for the comparison to mean something
     assert _normalize(flake8) == _normalize(cli)
 
 

@@ -461,3 +461,64 @@ def test_branch_guarded_by_a_tracer_test_is_concrete():
     check("JG106", source, flagged=False)
     # outside the guarded branch the value is traced
     check("JG106", source.replace("    return -x\n", "    if is_valid:\n        return x\n    return -x\n"), flagged=True)
+
+
+def test_jg302_numpy_testing_under_a_jnp_alias_is_silent():
+    # `import jax.numpy as np` then `np.testing...`: jax.numpy has no testing module; this is numpy's
+    source = "import jax.numpy as np\n\ndef test_same(a, b):\n    np.testing.assert_allclose(a, b)\n"
+    assert codes(source) == []
+
+
+def test_jg302_discarded_comparison_says_it_does_nothing():
+    source = "import jax.numpy as jnp\n\ndef test_same(a, b):\n    jnp.array_equal(a, b)\n"
+    findings = lint(source)
+    assert [f.code for f in findings] == ["JG302"]
+    assert "does nothing" in findings[0].message and "unchanged" not in findings[0].message
+
+
+LITERAL_TESTS = '''
+import jax
+import jax.numpy as jnp
+
+def bias_never_built(key):
+    v = jax.random.normal(key, (4,))
+    b = jnp.where(jax.random.randint(key, (4,), 0, 4) > 2, 0, -jnp.inf) if {test} else None
+    if {test}:
+        jax.random.uniform(key)
+    return v, b
+
+@jax.jit
+def step(x):
+    print(x) if {test} else None
+    return x
+'''
+
+
+def test_code_under_a_literal_false_test_is_silent():
+    # `... if False else None`: a block switched off by hand never runs
+    assert codes(LITERAL_TESTS.format(test="False")) == []
+    assert codes(LITERAL_TESTS.format(test="0")) == []
+
+
+def test_code_under_a_literal_true_test_is_flagged():
+    assert codes(LITERAL_TESTS.format(test="True")) == ["JG601", "JG601", "JG101"]
+
+
+UNREACHABLE = '''
+import jax
+
+def make_projector(q):
+    {first}
+    def project(x):
+        def inside(a):
+            print(a)
+            return a
+        return jax.lax.cond(x.sum() > q, inside, lambda a: a, x)
+    return project
+'''
+
+
+def test_code_after_an_unconditional_raise_is_silent():
+    # a stub left in place: `raise NotImplementedError` before the half-written code
+    assert codes(UNREACHABLE.format(first="raise NotImplementedError('not yet')")) == []
+    assert codes(UNREACHABLE.format(first="q = float(q)")) == ["JG101"]

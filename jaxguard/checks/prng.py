@@ -155,11 +155,14 @@ class KeyFlow:
             return state
         if isinstance(statement, cst.If):
             self._expression(statement.test, state)
-            then = self._walk(_block(statement.body), state.copy())
+            truth = self.facts.truth(statement.test)  # `if False:` never runs its body
+            then = self._walk(_block(statement.body), state.copy()) if truth is not False else None
             other = state.copy()
-            if statement.orelse is not None:
+            if statement.orelse is not None and truth is not True:
                 orelse = statement.orelse
                 other = self._statement(orelse, other) if isinstance(orelse, cst.If) else self._walk(_block(orelse.body), other)
+            elif truth is True:
+                other = None
             return _join(then, other)
         if isinstance(statement, (cst.For, cst.While)):
             if isinstance(statement, cst.For):
@@ -184,7 +187,7 @@ class KeyFlow:
         return state
 
     def _loop(self, statement, state: _State) -> _State:
-        rebound = assigned_names(statement.body)
+        rebound = assigned_names(statement.body) | _self_attributes_assigned(statement.body)
         if isinstance(statement, cst.For):
             targets = _names_in(statement.target)
             rebound |= targets
@@ -269,9 +272,20 @@ class KeyFlow:
         for item, inner in _calls_in_evaluation_order(node):
             if isinstance(item, cst.IfExp):  # `a if c else b`: one arm runs, as for `if`
                 self._expression(item.test, state, shadowed | inner)
+                truth = self.facts.truth(item.test)
                 then, other = state.copy(), state.copy()
-                self._expression(item.body, then, shadowed | inner)
-                self._expression(item.orelse, other, shadowed | inner)
+                if truth is not False:
+                    self._expression(item.body, then, shadowed | inner)
+                if truth is not True:
+                    self._expression(item.orelse, other, shadowed | inner)
+                joined = _join(then if truth is not False else None, other if truth is not True else None)
+                state.consumed, state.rebound = joined.consumed, joined.rebound
+            elif (selected := _selects(item)) is not None:
+                test, first, second = selected
+                self._expression(test, state, shadowed | inner)
+                then, other = state.copy(), state.copy()
+                self._expression(first, then, shadowed | inner)
+                self._expression(second, other, shadowed | inner)
                 joined = _join(then, other)
                 state.consumed, state.rebound = joined.consumed, joined.rebound
             else:
@@ -528,6 +542,21 @@ def _self_attributes(target: cst.BaseExpression) -> set[str]:
     }
 
 
+def _self_attributes_assigned(block: cst.CSTNode) -> set[str]:
+    """`self.key` attributes that assignments in `block` rebind (not inside nested functions)."""
+    found: set[str] = set()
+
+    class _Collect(Visitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            found.update(_self_attributes(node.target))
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    walk(block, _Collect())
+    return found
+
+
 def _bound_at(target: cst.BaseExpression, handed_back: list[tuple[int, str]]) -> list[str]:
     """The names an assignment binds to the handed-back positions of a call's result."""
     names = []
@@ -733,6 +762,12 @@ class _CallCollector(Visitor):
         self.calls.append((node, self.shadowed[-1]))
         return False
 
+    def visit_Call(self, node: cst.Call) -> bool:
+        if _selects(node) is None:
+            return True
+        self.calls.append((node, self.shadowed[-1]))  # an item of its own, like `a if c else b`
+        return False
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, _COMPREHENSIONS):
             names, comp = set(), node.for_in
@@ -746,12 +781,23 @@ class _CallCollector(Visitor):
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        if isinstance(original_node, cst.Call):
+        if isinstance(original_node, cst.Call) and _selects(original_node) is None:
             self.calls.append((original_node, self.shadowed[-1]))
         if id(original_node) in self.outer_iterables:
             self.shadowed.pop()
         if isinstance(original_node, _COMPREHENSIONS):
             self.shadowed.pop()
+
+
+def _selects(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression] | None:
+    """`jnp.where(c, a, b)` / `lax.select(c, a, b)`: (c, a, b). Each element comes from one of
+    `a` and `b`, so a key drawn from in both gives no element two draws of it."""
+    func = call.func
+    tail = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
+    args = call.args
+    if tail in ("where", "select") and len(args) == 3 and all(a.keyword is None and not a.star for a in args):
+        return args[0].value, args[1].value, args[2].value
+    return None
 
 
 def _calls_in_evaluation_order(node: cst.CSTNode) -> list[tuple[cst.Call | cst.IfExp, frozenset[str]]]:
@@ -864,8 +910,13 @@ class KeyReuse(_KeyRule):
         # a model's init draws its parameters from the key
         "import jax\ndef f(model, x):\n    key = jax.random.key(0)\n    params = model.init(key, x)\n"
         "    return params, jax.random.normal(key, x.shape)\n",
+        # a draw after the `where` that already drew from the key
+        "import jax.numpy as jnp\nimport jax\ndef spot(key, square):\n"
+        "    x = jnp.where(square, jax.random.uniform(key, (2,)), 0.0)\n    return x + jax.random.normal(key, (2,))\n",
     )
     valid = (
+        # `where`/`select` keeps one of the two draws for each element: no element sees both
+        "import jax\ndef spot(key, square):\n    return jax.lax.select(square, jax.random.uniform(key, (2,)), jax.random.normal(key, (2,)))\n",
         # the object's key split and rebound before the next draw
         "import jax\nclass Agent:\n    def act(self, obs):\n        self.key, sub = jax.random.split(self.key)\n"
         "        a = jax.random.normal(sub)\n        self.key, sub = jax.random.split(self.key)\n"
@@ -1006,7 +1057,9 @@ class KeyReusedInLoop(_KeyRule):
         "import jax\nfrom jax import lax\nkey = jax.random.key(0)\ndef body(i, acc):\n    return acc + jax.random.normal(key)\nout = lax.fori_loop(0, 10, body, 0.0)\n",
         "import jax\ndef train(step, n):\n    key = jax.random.key(0)\n    for _ in range(n):\n        step(key)\n",
         # one key for every leaf of a pytree
-        "import jax\ndef perturb(params, key):\n    return jax.tree.map(lambda p: p + jax.random.normal(key, p.shape), params)\n",
+        "import jax\ndef perturb(params, key):\n    return jax.tree.map(lambda p: p + jax.random.normal(key, p.shape), params)\n",        # the object's key drawn from on every pass, never rebound
+        "import jax\nclass Game:\n    def update(self, events):\n        for event in events:\n"
+        "            self.play(jax.random.normal(self.rng))\n",
     )
     valid = (
         # the same permutation for each of several arrays: paired data stays aligned
@@ -1025,6 +1078,9 @@ class KeyReusedInLoop(_KeyRule):
         # a benchmark loop that only lowers (traces and compiles): no number is drawn
         "import jax\ndef bench(init, x, state):\n    k = jax.random.PRNGKey(42)\n    while state:\n"
         "        jax.jit(init).lower(k, x).compile()\n",
+        # the object's key is split and rebound in the loop body
+        "import jax\nclass Game:\n    def update(self, events):\n        for event in events:\n"
+        "            self.rng, sub = jax.random.split(self.rng)\n            self.play(sub)\n",
     )
 
     def describe(self, finding: Finding) -> str:
@@ -1038,7 +1094,17 @@ class ConstantSeedInLoop(Rule):
     name = "prng-constant-seed-in-loop"
     summary = "A PRNG key made from a constant seed inside a loop or a traced function: the same key each time"
     message = "{call} with a constant seed inside a {where} makes the same key every time"
-    what = "Flags `jax.random.key(CONST)` / `jax.random.PRNGKey(CONST)` inside a loop or a traced function."
+    default_on = False  # on real code a fixed seed there was deliberate every time it was judged
+    what = """
+        Flags `jax.random.key(CONST)` / `jax.random.PRNGKey(CONST)` inside a loop or a traced function.
+
+        Opt-in. On real code the fixed seed was deliberate or harmless every time: a reproducible
+        start vector for a solver, a compile warm-up, common random numbers for an evaluation,
+        a key whose draw is read only for its shape. Judged findings on the 40-package tuning
+        set: 0 real, 10 deliberate, 9 false; on 18 packages it was not tuned on: 0 real, 25
+        deliberate, 6 false; on 54 more packages since: 0 real, 6 deliberate, 2 false. Select
+        it (`--select JG604`) to review fixed seeds in loops and jitted functions.
+    """
     why = """
         A constant seed inside a loop or a jitted function re-creates the identical key on every
         iteration or call, so every draw is the same. Create the key once, outside, and pass it

@@ -174,7 +174,7 @@ class _Runner:
                 elif attr.startswith("leave_"):
                     self.leavers.setdefault(attr[6:], []).append(getattr(rule, attr))
         self.scope_types = {type(node) for node in ctx.facts.scopes}
-        self.dead = ctx.facts.dead_statements  # code a constant flag rules out is not checked
+        self.dead = ctx.facts.dead_code  # code a literal or constant flag rules out is not checked
         # node type -> (child fields, opens a scope, is a statement, binds names, visit, leave)
         self.by_type: dict[type, tuple] = {}
 
@@ -193,7 +193,7 @@ class _Runner:
         ctx = self.ctx
         entry = self.by_type.get(type(node)) or self._for_type(type(node))
         fields, opens_scope, is_statement, binds, visitors, leavers = entry
-        if is_statement and node in self.dead:
+        if self.dead and node in self.dead:
             return
         scope = ctx.facts.scopes.get(node) if opens_scope else None
         if scope is not None:

@@ -377,6 +377,15 @@ def assigned_names(block: cst.CSTNode) -> set[str]:
     return names
 
 
+def _literal_truth(test: cst.BaseExpression) -> bool | None:
+    """`True`, `False`, `None` and integer literals as a test (`if False:`, `x if 0 else y`)."""
+    if isinstance(test, cst.Name) and test.value in ("True", "False", "None"):
+        return test.value == "True"
+    if isinstance(test, cst.Integer):
+        return literal_int(test) != 0
+    return None
+
+
 def target_name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, cst.Name):
         return [target]
@@ -491,6 +500,16 @@ class _Collector(Visitor):
 
     def visit_If(self, node: cst.If) -> None:
         self._enter_compound()
+        if _literal_truth(node.test) is not None:
+            self.facts.maybe_dead = True
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        if _literal_truth(node.test) is not None:
+            self.facts.maybe_dead = True
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if any(_leaves([statement]) for statement in node.body[:-1]):
+            self.facts.maybe_dead = True  # code after a `return` or `raise`
 
     def leave_If(self, original_node: cst.If) -> None:
         self._leave_compound()
@@ -629,6 +648,8 @@ class ModuleFacts:
         # module-level name -> how each assignment happened ("top", "conditional", "loop", ...)
         self.module_assignments: dict[str, list[str]] = {}
         self.globals_assigned_in_functions: set[str] = set()
+        # an `if` or `a if test else b` tests a literal (`if False:`), or code follows a `raise`
+        self.maybe_dead = False
         # module-level name -> the `order` of its last module-level binding
         self.last_module_binding: dict[str, int] = {}
         # names (per binding scope) that hold a compiled function, with its static spec
@@ -736,7 +757,11 @@ class ModuleFacts:
         return flags
 
     def truth(self, test: cst.BaseExpression) -> bool | None:
-        """The value of an `if` test built from constant flags (`not JAX_MODE`), else None."""
+        """The value of an `if` test built from literals and constant flags (`not JAX_MODE`,
+        `if False:`), else None."""
+        literal = _literal_truth(test)
+        if literal is not None:
+            return literal
         if isinstance(test, cst.Name):
             return self.constant_flags.get(test.value)
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -751,11 +776,12 @@ class ModuleFacts:
         return None
 
     @functools.cached_property
-    def dead_statements(self) -> set[cst.CSTNode]:
-        """Statements that never run: the branch a constant flag rules out, and what follows
-        an always-taken branch that always returns or raises. Nothing is reported there."""
+    def dead_code(self) -> set[cst.CSTNode]:
+        """Code that never runs: the branch (or `a if test else b` arm) a literal or constant
+        flag rules out, and what follows an always-taken branch that always returns or
+        raises. Nothing is reported there."""
         dead: set[cst.CSTNode] = set()
-        if not self.constant_flags:
+        if not self.constant_flags and not self.maybe_dead:
             return dead
 
         class _Blocks(Visitor):
@@ -766,6 +792,11 @@ class ModuleFacts:
                 elif truth is True and node.orelse is not None:
                     dead.update([node.orelse] if isinstance(node.orelse, cst.If) else node.orelse.body.body)
 
+            def visit_IfExp(inner, node: cst.IfExp) -> None:
+                truth = self.truth(node.test)
+                if truth is not None:
+                    dead.add(node.orelse if truth else node.body)
+
             def visit_IndentedBlock(inner, node: cst.IndentedBlock) -> None:
                 _after_always_leaving(node.body)
 
@@ -774,7 +805,8 @@ class ModuleFacts:
 
         def _after_always_leaving(body) -> None:
             for index, statement in enumerate(body):
-                if isinstance(statement, cst.If) and self.truth(statement.test) is True and _leaves(statement.body.body):
+                always = isinstance(statement, cst.If) and self.truth(statement.test) is True and _leaves(statement.body.body)
+                if always or _leaves([statement]):
                     dead.update(body[index + 1:])
                     return
 
