@@ -501,7 +501,8 @@ class KeyFlow:
                 state.consumed[key] = use  # later possible draws are judged against this certain one
         else:
             in_loop = self.loop_depth_keys and base not in self.loop_depth_keys[-1]
-            if in_loop and (base in self.keys or consumer.startswith("jax.random.")):
+            # a possible draw repeated is not a proven reuse: the code may derive a new key
+            if in_loop and not use.possible and (base in self.keys or consumer.startswith("jax.random.")):
                 self.findings.append(Finding("JG603", use))
             elif self.loop_body_of and self.scope.lookup(base) is not self.scope and self.scope.lookup(base) is not None:
                 self.findings.append(Finding("JG603", use))
@@ -1026,7 +1027,10 @@ class KeyReusedInLoop(_KeyRule):
         function mapped over every leaf of a pytree (`jax.tree.map(lambda p: p + normal(key,
         p.shape), params)`: leaves of one shape get the same noise). A permutation, shuffle or
         choice with one key for several arrays or leaves keeps their rows aligned, on purpose,
-        and is not flagged.
+        and is not flagged. The key must be drawn from (a sampler, `split`, a project function
+        whose body draws from it): a key handed in a loop to code whose body is not read (a
+        method of an object, a function passed in) may be re-derived there each time
+        (`fold_in(key, self.name)`), and is not flagged.
     """
     why = """
         Each iteration passes the same key, so each iteration gets the same random numbers.
@@ -1055,7 +1059,8 @@ class KeyReusedInLoop(_KeyRule):
         "import jax\ndef noise(key):\n    return [jax.random.uniform(key) for _ in range(3)]\n",
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    x = jax.random.uniform(key)\n",
         "import jax\nfrom jax import lax\nkey = jax.random.key(0)\ndef body(i, acc):\n    return acc + jax.random.normal(key)\nout = lax.fori_loop(0, 10, body, 0.0)\n",
-        "import jax\ndef train(step, n):\n    key = jax.random.key(0)\n    for _ in range(n):\n        step(key)\n",
+        "import jax\ndef noise(key):\n    return jax.random.normal(key)\ndef train(n):\n    key = jax.random.key(0)\n"
+        "    for _ in range(n):\n        noise(key)\n",
         # one key for every leaf of a pytree
         "import jax\ndef perturb(params, key):\n    return jax.tree.map(lambda p: p + jax.random.normal(key, p.shape), params)\n",        # the object's key drawn from on every pass, never rebound
         "import jax\nclass Game:\n    def update(self, events):\n        for event in events:\n"
@@ -1075,6 +1080,10 @@ class KeyReusedInLoop(_KeyRule):
         "import jax\ndef train_step(state, batch, key):\n    key = jax.random.fold_in(key, state.step)\n"
         "    return state.apply(batch, jax.random.split(key)[0])\ndef train(state, batches):\n    key = jax.random.key(0)\n"
         "    for batch in batches:\n        state = train_step(state, batch, key)\n    return state\n",
+        # code whose body is not read may derive a new key each time (`fold_in(key, self.name)`)
+        "import jax\ndef train(step, n):\n    key = jax.random.key(0)\n    for _ in range(n):\n        step(key)\n",
+        "import jax\ndef inject(detectors):\n    key = jax.random.key(0)\n    for d in detectors:\n"
+        "        d.inject_signal(rng_key=key)\n",
         # a benchmark loop that only lowers (traces and compiles): no number is drawn
         "import jax\ndef bench(init, x, state):\n    k = jax.random.PRNGKey(42)\n    while state:\n"
         "        jax.jit(init).lower(k, x).compile()\n",
