@@ -105,7 +105,7 @@ X64_MODULE = "import jax.numpy as jnp\ndef f(x):\n    return x.astype(jnp.float6
 
 @pytest.mark.parametrize("where", [
     "init", "config-imported-by-init", "imported-module", "star-imported-by-init",
-    "imports-a-module-requiring-x64", "cli-enables-then-imports", "init-imports-every-submodule",
+    "imports-a-module-requiring-x64", "init-warns-without-x64", "cli-enables-then-imports", "init-imports-every-submodule",
 ])
 def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
     enable = "import jax\njax.config.update('jax_enable_x64', True)\n"
@@ -122,6 +122,11 @@ def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
     elif where == "imports-a-module-requiring-x64":  # the import raises unless x64 is on
         files["pkg/time_utils.py"] = "from jax import config\nif not config.read('jax_enable_x64'):\n    raise RuntimeError('x64')\n"
         files["pkg/ops.py"] = "from pkg import time_utils\n" + X64_MODULE
+    elif where == "init-warns-without-x64":  # the user is told at import: not silent
+        files["pkg/__init__.py"] = (
+            "import logging\nimport jax\nif jax.config.read('jax_enable_x64') is False:\n"
+            "    logging.getLogger('pkg').warning('JAX is not using 64-bit precision')\n"
+        )
     elif where == "cli-enables-then-imports":  # the entry point turns x64 on, then loads the code
         files["pkg/cli.py"] = "def main():\n    import jax\n    jax.config.update('jax_enable_x64', True)\n    from pkg.ops import f\n    f(1.0)\n"
     elif where == "init-imports-every-submodule":  # families that register themselves on import
@@ -149,12 +154,12 @@ def test_x64_enabled_only_in_an_unrelated_module_does_not_count(tmp_path):
 
 def test_x64_enabled_in_a_function_after_its_imports_does_not_count(tmp_path):
     # the module was imported before the flag was set, and other code imports it too;
-    # a module that only checks the flag without refusing to run proves nothing either
+    # a module that only adapts to the flag, without refusing or warning, proves nothing either
     root = make(tmp_path, {
         "pkg/__init__.py": "",
         "pkg/ops.py": X64_MODULE,
         "pkg/cli.py": "from pkg.ops import f\ndef main():\n    import jax\n    jax.config.update('jax_enable_x64', True)\n    f(1.0)\n",
-        "pkg/notes.py": "from jax import config\nif not config.read('jax_enable_x64'):\n    print('32-bit')\n",
+        "pkg/notes.py": "from jax import config\nimport numpy as np\nDTYPE = np.float64\nif not config.read('jax_enable_x64'):\n    DTYPE = np.float32\n",
         "pkg/user.py": "from pkg import notes\n" + X64_MODULE,
     })
     assert {("pkg/ops.py", "JG903"), ("pkg/user.py", "JG903")} <= found(root, "pkg")

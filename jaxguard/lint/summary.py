@@ -76,15 +76,28 @@ def _imports_submodules(calls, qualify) -> bool:
     return "importlib.import_module" in names and bool(names & {"pkgutil.walk_packages", "pkgutil.iter_modules"})
 
 
-def _requires_x64(node: ast.AST) -> bool:
-    """`if not jax.config.read("jax_enable_x64"): raise ...` (or `jax.config.jax_enable_x64`)."""
-    if not (isinstance(node, ast.If) and isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
+_TELLING = frozenset({"warn", "warning", "error", "critical"})
+
+
+def _checks_x64(node: ast.AST) -> bool:
+    """`if not jax.config.read("jax_enable_x64"): raise ...` (or a warning, or a test of
+    `jax.config.jax_enable_x64`): the module refuses to run without x64, or tells the user
+    at import that it needs it. Either way its 64-bit requests are not silently 32-bit."""
+    if not isinstance(node, ast.If):
         return False
-    flag = node.test.operand
-    reads = (isinstance(flag, ast.Call) and (_dotted(flag.func) or "").endswith("config.read")
-             and flag.args and _constant(flag.args[0]) == "jax_enable_x64")
-    reads = reads or (isinstance(flag, ast.Attribute) and flag.attr in ("jax_enable_x64", "x64_enabled"))
-    return bool(reads) and any(isinstance(statement, ast.Raise) for statement in node.body)
+    reads = any(
+        (isinstance(inner, ast.Call) and (_dotted(inner.func) or "").endswith("config.read")
+         and inner.args and _constant(inner.args[0]) == "jax_enable_x64")
+        or (isinstance(inner, ast.Attribute) and inner.attr in ("jax_enable_x64", "x64_enabled"))
+        for inner in ast.walk(node.test)
+    )
+    tells = any(
+        isinstance(inner, ast.Raise)
+        or (isinstance(inner, ast.Call) and isinstance(inner.func, (ast.Attribute, ast.Name))
+            and (inner.func.attr if isinstance(inner.func, ast.Attribute) else inner.func.id) in _TELLING)
+        for statement in node.body for inner in ast.walk(statement)
+    )
+    return reads and tells
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -184,8 +197,8 @@ class _Summariser:
         if any(name.id in x64_helpers for name in at_import.names):
             summary["x64"] = True
         # a module that refuses to import without x64 (`if not config.read("jax_enable_x64"):
-        # raise`) runs with it, as does whatever imports it
-        if any(_requires_x64(node) for node in tree.body):
+        # raise`) runs with it, as does whatever imports it; one that warns has told the user
+        if any(_checks_x64(node) for node in tree.body):
             summary["x64"] = True
         summary["x64_then_imports"] = sorted({
             target for node, _, _ in functions for target in self._imported_after_enabling_x64(node)
