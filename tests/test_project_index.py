@@ -484,3 +484,41 @@ def test_a_touched_file_is_not_summarised_again(tmp_path, monkeypatch):
     helper.write_text(helper.read_text() + "\n# edited\n")
     project.build_index(files, cache, [], root)
     assert made == ["pkg.rng_utils"]
+
+
+@pytest.mark.parametrize("generator_object", [True, False])
+def test_a_generator_object_that_keeps_its_own_state_is_not_a_key(tmp_path, generator_object):
+    # jax-galsim's deviates: `rng._state = ...` in the callee shows `rng` is an object that
+    # advances itself, so handing it to two calls draws nothing twice
+    body = "    rng._state = advance(rng)\n    return n\n" if generator_object else "    return n + advance(rng)\n"
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/photons.py": (
+            "import jax\ndef advance(seed):\n    return jax.random.split(seed)[0]\n"
+            "def count(n, rng):\n" + body + "def shoot(n, rng):\n" + body
+        ),
+        "pkg/draw.py": (
+            "import jax\nfrom pkg.photons import count, shoot\n\ndef draw(n, rng, step):\n"
+            "    rng = jax.random.fold_in(rng, step)\n    n = count(n, rng)\n    return shoot(n, rng)\n"
+        ),
+    })
+    assert (("pkg/draw.py", "JG601") in found(root, "pkg")) is not generator_object
+
+
+@pytest.mark.parametrize("base_case", ["fold", "draw"])
+def test_a_recursive_builder_is_judged_by_what_its_chain_does(tmp_path, base_case):
+    # penzai's `Linear.from_config` calls itself, then derives each parameter's key by
+    # folding in its name: the chain never draws from the base key it is handed
+    leaf = "jax.random.fold_in(rng, depth)" if base_case == "fold" else "jax.random.normal(rng)"
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/layers.py": (
+            "import jax\ndef build(rng, depth):\n    if depth == 0:\n        return " + leaf + "\n"
+            "    return build(rng, depth - 1)\n"
+        ),
+        "pkg/model.py": (
+            "import jax\nfrom pkg.layers import build\ndef init(rng):\n"
+            "    layer = build(rng, 2)\n    return layer, jax.random.normal(rng)\n"
+        ),
+    })
+    assert (("pkg/model.py", "JG601") in found(root, "pkg")) is (base_case == "draw")

@@ -717,10 +717,30 @@ def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
     cache = facts.derived.setdefault("key-params", {})
     slot = (info.node, param)
     if slot not in cache:
+        if _stores_attribute_of(info.node.body, param):
+            cache[slot] = False  # `rng._state = ...`: a generator object keeping its state, not a key
+            return False
         cache[slot] = True  # a recursive call: assume it consumes
         flow = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param)
         cache[slot] = flow.param_consumed
     return cache[slot]  # type: ignore[return-value]
+
+
+def _stores_attribute_of(body: cst.CSTNode, name: str) -> bool:
+    """Does `body` assign an attribute of `name` (`name.attr = ...`)? A key is an immutable
+    array; what takes attribute stores is an object (the project index judges the same)."""
+    found = False
+
+    class _Collect(Visitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            nonlocal found
+            targets = [e.value for e in node.target.elements] if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+            found = found or any(
+                isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == name for t in targets
+            )
+
+    walk(body, _Collect())
+    return found
 
 
 def _names_in(target: cst.BaseExpression) -> set[str]:
@@ -916,6 +936,10 @@ class KeyReuse(_KeyRule):
         "    x = jnp.where(square, jax.random.uniform(key, (2,)), 0.0)\n    return x + jax.random.normal(key, (2,))\n",
     )
     valid = (
+        # a generator object that advances its own state (`rng._state = ...`) is not a key
+        "import jax\ndef advance(seed):\n    return jax.random.split(seed)[0]\ndef count(flux, rng):\n"
+        "    rng._state = advance(rng)\n    return flux\ndef shoot(n, rng):\n    rng._state = advance(rng)\n    return n\n"
+        "def draw(flux, rng):\n    n = count(flux, rng)\n    return shoot(n, rng)\n",
         # `where`/`select` keeps one of the two draws for each element: no element sees both
         "import jax\ndef spot(key, square):\n    return jax.lax.select(square, jax.random.uniform(key, (2,)), jax.random.normal(key, (2,)))\n",
         # the object's key split and rebound before the next draw

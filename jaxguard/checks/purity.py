@@ -688,6 +688,8 @@ class TracedWritesOuterState(Rule):
         "            self.rng, key = jax.random.split(self.rng)\n            return x * 2\n"
         "        return jax.jit(apply)(batch)\n",
         "import jax\n@jax.jit\ndef rename(obj):\n    obj.name += '_x'\n    return obj\n",
+        # the changed part is not the part handed back: the caller's object never sees it
+        "import jax\n@jax.jit\ndef sample(data):\n    data.rng._state = data.rng._state + 1\n    return data.flux\n",
         "import jax\ndef outer():\n    total = 0\n    @jax.jit\n    def f(x):\n        nonlocal total\n        total += x\n        return x\n    return f\n",
         # counting calls: runs once per trace, not once per call
         "import jax\ncalls = 0\n@jax.jit\ndef f(x):\n    global calls\n    calls += 1\n    return x\n",
@@ -704,6 +706,8 @@ class TracedWritesOuterState(Rule):
         "import jax\n@jax.jit\ndef f(x):\n    class Box:\n        pass\n    b = Box()\n    b.value = x\n    return b.value\n",
         "import jax\ncounter = 0\ndef log():\n    global counter\n    counter += 1\n",
         "import jax\n@jax.jit\ndef f(x):\n    global CONSTANT\n    return x * CONSTANT\n",
+        # an argument's part changed and that part handed back (jit rebuilds the argument)
+        "import jax\n@jax.jit\ndef sample(data):\n    data.rng._state = data.rng._state + 1\n    return data.flux, data.rng\n",
         # a helper that changes the state it is given and hands it back (lax.cond rebuilds `s`)
         "import jax\nclass Env:\n    def step(self, state, ok, i):\n"
         "        return jax.lax.cond(ok, lambda s: self._pack(s, i), lambda s: s, state)\n"
@@ -758,7 +762,7 @@ class TracedWritesOuterState(Rule):
             if ctx.facts.only_unstaged(ctx.function) and not TracedFlow.of(ctx).origins(value, ctx):
                 return  # vmap or grad alone runs the body on every call: only a traced value leaks
             # a returned argument's data may change; a string (static metadata) changes only while tracing
-            if _handed_back(ctx, root) and not isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            if _handed_back(ctx, target) and not isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
                 return
             self.report(target, self.message.format(target=ctx.code(target)))
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -773,13 +777,18 @@ def _root_name(node: cst.BaseExpression) -> str | None:
     return node.value if isinstance(node, cst.Name) else None
 
 
-def _handed_back(ctx, name: str) -> bool:
-    """`state.x = v; return state`: a parameter changed and returned by the function that
-    changes it (the functional idiom; JAX rebuilds transformed functions' arguments)."""
+def _handed_back(ctx, target: cst.Attribute) -> bool:
+    """`state.x = v; return state` (or `data.rng._state = v; return data.rng`): a parameter
+    changed and returned by the function that changes it (the functional idiom; JAX rebuilds
+    transformed functions' arguments)."""
     function = ctx.function
-    return function is not None and ctx.scope.lookup(name) is function.scope and name in function.params and (
-        name in _returned_names(function)
-    )
+    name = _root_name(target)
+    if function is None or ctx.scope.lookup(name) is not function.scope or name not in function.params:
+        return False
+    returned = _returned_names(function)
+    changed = dotted_name(target.value) or name  # the object whose attribute is set
+    parts = changed.split(".")
+    return any(".".join(parts[:cut]) in returned for cut in range(1, len(parts) + 1))
 
 
 def _created_locally(ctx, name: str) -> bool:
@@ -1047,23 +1056,27 @@ def _kwargs(function: FunctionInfo, param: str) -> bool:
     return isinstance(node, cst.FunctionDef) and node.params.star_kwarg is not None and node.params.star_kwarg.name.value == param
 
 
+def _names_and_paths(value: cst.BaseExpression | None) -> set[str]:
+    """`state`, `data.rng`, and those in a tuple or list: what an expression hands over whole."""
+    items = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+    return {path for item in items if item is not None and (path := dotted_name(item)) is not None}
+
+
 def _returned_names(function: FunctionInfo) -> set[str]:
-    """Names a function returns, alone or in a returned tuple or list, and the names they
-    alias (`st = loop_state ... return st`)."""
+    """Names (and attribute paths: `data.rng`) a function returns, alone or in a returned
+    tuple or list, and the names they alias (`st = loop_state ... return st`)."""
     returned: set[str] = set()
     aliases: dict[str, set[str]] = {}
 
     class _Collect(Visitor):
         def visit_Return(self, node: cst.Return) -> None:
-            value = node.value
-            items = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
-            returned.update(item.value for item in items if isinstance(item, cst.Name))
+            returned.update(_names_and_paths(node.value))
 
         def visit_Assign(self, node: cst.Assign) -> None:
-            if isinstance(node.value, cst.Name):
+            if isinstance(node.value, (cst.Name, cst.Attribute, cst.Tuple, cst.List)):
                 for target in node.targets:
                     if isinstance(target.target, cst.Name):
-                        aliases.setdefault(target.target.value, set()).add(node.value.value)
+                        aliases.setdefault(target.target.value, set()).update(_names_and_paths(node.value))
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return node is function.node

@@ -179,6 +179,7 @@ class ProjectIndex:
                 self.test_modules.add(name)
         self._resolved: dict[str, tuple[str, str] | None] = {}
         self._verdicts: dict[tuple[str, str, str], str] = {}
+        self._open: dict[tuple[str, str, str], int] = {}  # key verdicts being worked out: their depth
         self._static: dict[tuple[str, str], bool] = {}
         self._derive()
 
@@ -343,33 +344,45 @@ class ProjectIndex:
         return None
 
     def key_verdict(self, place: tuple[str, str], param: str) -> str:
-        slot = (*place, param)
-        if slot in self._verdicts:
-            return self._verdicts[slot]
-        self._verdicts[slot] = UNKNOWN  # a recursive chain is not followed
-        function = self._function(place)
-        raw = function["keys"].get(param, IGNORES if param in function["params"] else UNKNOWN)
-        verdict = raw if isinstance(raw, str) else self._passed_on(raw)
-        self._verdicts[slot] = verdict
-        return verdict
+        return self._key_verdict((*place, param))[0]
 
-    def _passed_on(self, passes: list) -> str:
-        verdicts = set()
+    def _key_verdict(self, slot: tuple[str, str, str]) -> tuple[str, int]:
+        """The verdict, and the depth of the lowest open call it leaned on. A chain that
+        comes back to an open call (`Linear.from_config` calling itself) adds no draw of its
+        own: what the rest of the chain does decides. A verdict that leaned on an open call
+        is kept only once that call is settled."""
+        if slot in self._verdicts:
+            return self._verdicts[slot], len(self._open)
+        if slot in self._open:
+            return IGNORES, self._open[slot]
+        depth = self._open[slot] = len(self._open)
+        function = self._function(slot[:2])
+        raw = function["keys"].get(slot[2], IGNORES if slot[2] in function["params"] else UNKNOWN)
+        verdict, lowest = (raw, depth) if isinstance(raw, str) else self._passed_on(raw, depth)
+        del self._open[slot]
+        if lowest >= depth:
+            self._verdicts[slot] = verdict
+        return verdict, lowest
+
+    def _passed_on(self, passes: list, depth: int) -> tuple[str, int]:
+        verdicts, lowest = set(), depth
         for callee, where in passes:
             target = self.resolve(callee)
             if target is None:
-                return UNKNOWN
+                return UNKNOWN, lowest
             params = self._function(target)["params"]
             if isinstance(where, int):
                 if where >= len(params):
-                    return UNKNOWN
+                    return UNKNOWN, lowest
                 where = params[where]
             elif where not in params:
-                return UNKNOWN
-            verdicts.add(self.key_verdict(target, where))
+                return UNKNOWN, lowest
+            verdict, leaned = self._key_verdict((*target, where))
+            verdicts.add(verdict)
+            lowest = min(lowest, leaned)
         if DRAWS in verdicts:
-            return DRAWS
-        return UNKNOWN if UNKNOWN in verdicts else IGNORES
+            return DRAWS, lowest
+        return (UNKNOWN if UNKNOWN in verdicts else IGNORES), lowest
 
     def returns_static(self, place: tuple[str, str]) -> bool:
         if place in self._static:

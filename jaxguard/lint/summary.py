@@ -438,6 +438,8 @@ class _KeyUses:
         loads = sorted(loads, key=lambda n: (n.lineno, n.col_offset))
         if loads and self._rederived_first(loads[0], parents):
             return  # `key = fold_in(key, step)` first: the caller's key is not drawn here
+        if any(_stored_attribute(name, parents) for name in loads):
+            return  # `rng._state = ...`: a generator object that keeps its own state, not a key
         for name in loads:
             self._use(name, parents)
 
@@ -488,6 +490,12 @@ class _KeyUses:
             self.unknown = True
             return
         self.passes.append([target, position if keyword is None else keyword])
+
+
+def _stored_attribute(name: ast.Name, parents) -> bool:
+    """`name.attr = ...`: a key is an immutable array; what takes attribute stores is an object."""
+    parent = parents.get(id(name))
+    return isinstance(parent, ast.Attribute) and isinstance(parent.ctx, ast.Store)
 
 
 def _assigned_values(flat: _Flat) -> dict[str, list[ast.AST]]:
