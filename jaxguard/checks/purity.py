@@ -899,8 +899,14 @@ class TracedMutatesOuterContainer(Rule):
         # a helper mutating the jitted function's own argument, which is not handed back
         "import jax\ndef scale(params):\n    params['w'] = params['w'] * 2\n@jax.jit\ndef f(params, x):\n"
         "    scale(params)\n    return params['w'] * x\n",
+        # under a bare vmap the body runs on every call, but a mapped value stored leaks a tracer
+        "import jax\nimport jax.numpy as jnp\ndef mapped(xs):\n    seen = {}\n    def body(x):\n"
+        "        seen['last'] = jnp.sin(x)\n        return x\n    return jax.vmap(body)(xs), seen\n",
     )
     valid = (
+        # under a bare vmap the body runs on every call: recording static facts is no leak
+        "import jax\ndef mapped(xs, names):\n    seen = {}\n    def body(x):\n"
+        "        seen['names'] = names\n        return x\n    return jax.vmap(body)(xs), seen\n",
         # flax.nnx: an nnx.jit argument's state updates are carried out by the transformation
         "from flax import nnx\n@nnx.jit\ndef train_step(model, optimizer, metrics, grads, loss):\n"
         "    optimizer.update(model, grads)\n    metrics.update(loss=loss)\n    model.count.value += 1\n    return loss\n",
@@ -958,7 +964,7 @@ class TracedMutatesOuterContainer(Rule):
         if method in MUTATING_METHODS or (method in AMBIGUOUS_MUTATING_METHODS and self._is_container(func.value)):
             if node.args and static_information(self.ctx, [arg.value for arg in node.args]):
                 return  # `shapes.append(jnp.shape(carry))`: a static fact recorded, no tracer leaks
-            self._check(func.value, node)
+            self._check(func.value, node, [arg.value for arg in node.args])
 
     def _discarded(self, call: cst.Call) -> bool:
         statement = self.ctx.statement_stack[-1] if self.ctx.statement_stack else None
@@ -978,17 +984,17 @@ class TracedMutatesOuterContainer(Rule):
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             if isinstance(target.target, cst.Subscript):
-                self._check_subscript(target.target)
+                self._check_subscript(target.target, [node.value])
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Subscript):
-            self._check_subscript(node.target)
+            self._check_subscript(node.target, [node.value])
 
     def visit_Del(self, node: cst.Del) -> None:
         if isinstance(node.target, cst.Subscript):
-            self._check_subscript(node.target)
+            self._check_subscript(node.target, [])
 
-    def _check_subscript(self, target: cst.Subscript) -> None:
+    def _check_subscript(self, target: cst.Subscript, values: list[cst.BaseExpression]) -> None:
         if not self.ctx.in_traced or not isinstance(target.value, cst.Name):
             return
         # An array parameter indexed in place is JG301's; a string key means a dict. Any
@@ -996,9 +1002,9 @@ class TracedMutatesOuterContainer(Rule):
         # with a number or slice may be a Pallas Ref, a NumPy buffer or an array.
         if self.ctx.kind_of(target.value) not in CONTAINER_KINDS and not _string_index(target):
             return
-        self._check(target.value, target)
+        self._check(target.value, target, values)
 
-    def _check(self, name: cst.Name, node: cst.CSTNode) -> None:
+    def _check(self, name: cst.Name, node: cst.CSTNode, values: list[cst.BaseExpression]) -> None:
         ctx = self.ctx
         if ctx.kind_of(name) == kinds.REF:
             return  # a Ref is the one mutable JAX container
@@ -1021,6 +1027,8 @@ class TracedMutatesOuterContainer(Rule):
             # a container made by an enclosing traced function: still inside the same trace
             if name.value not in owner.params:
                 return
+        if ctx.facts.only_unstaged(function) and not any(TracedFlow.of(ctx).origins(v, ctx) for v in values):
+            return  # vmap or grad alone runs the body on every call: only a traced value leaks
         self.report(node, self.message.format(name=name.value))
 
 

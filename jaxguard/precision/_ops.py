@@ -24,6 +24,7 @@ from jax.extend import source_info_util
 
 from jaxguard.precision._inputs import split, trace
 from jaxguard.precision._shadow import (
+    kernel_in_float64,
     apply_wide,
     bind,
     inner_jaxpr,
@@ -280,6 +281,12 @@ def _reduction_spread(eqn, wide_inputs):
     (`|a| @ |b|` for a matmul), in float64. A float32 dot product's error is about
     sqrt(K) * eps * sum|a_i b_i| (K eps in the worst case), so holding it to eps times its
     result fails correct matmuls whose outputs cancel (N(0,1) inputs, K = 256 and up)."""
+    if eqn.primitive.name == "pallas_call":
+        terms = _kernel_terms(eqn)
+        if terms <= 1 or not all(is_inexact(v.aval.dtype) for v in eqn.invars):
+            return None
+        # a bound for kernels that sum products (a matmul, an accumulation over the grid)
+        return float(np.sqrt(terms)) * jnp.abs(apply_wide(eqn, [jnp.abs(x) for x in wide_inputs])[0])
     if eqn.primitive not in _SUMMING or not all(is_inexact(v.aval.dtype) for v in eqn.invars):
         return None
     params = eqn.params
@@ -297,6 +304,40 @@ def _reduction_spread(eqn, wide_inputs):
         return None
     magnitudes = apply_wide(eqn, [jnp.abs(x) for x in wide_inputs], working=True)[0]
     return float(np.sqrt(terms)) * magnitudes
+
+
+def _kernel_terms(eqn) -> int:
+    """How many terms a Pallas kernel may add into one output element: the largest sum in
+    its body (a `dot` or a reduction over a block, times the length of a scan around it)
+    times the grid steps that revisit one output block (an accumulation over the grid)."""
+    mapping = eqn.params["grid_mapping"]
+    output = mapping.block_mappings[mapping.num_inputs]
+    blocks = 1
+    for size, block in zip(output.array_aval.shape, output.block_shape):
+        block = getattr(block, "block_size", block)
+        if isinstance(block, int):
+            blocks *= -(-int(size) // block)
+        elif block is not None:
+            blocks *= int(size)  # a squeezed dimension: one block per index
+    steps = int(np.prod([int(n) for n in mapping.grid])) if mapping.grid else 1
+    return _largest_sum(eqn.params["jaxpr"]) * max(1, steps // blocks)
+
+
+def _largest_sum(jaxpr, repeats: int = 1) -> int:
+    largest = 1
+    for inner in jaxpr.eqns:
+        if inner.primitive is P.dot_general_p:
+            (contracting, _), _ = inner.params["dimension_numbers"]
+            terms = int(np.prod([inner.invars[0].aval.shape[d] for d in contracting]))
+        elif inner.primitive is P.reduce_sum_p:
+            terms = int(np.prod([inner.invars[0].aval.shape[d] for d in inner.params["axes"]]))
+        else:
+            terms = 1
+        largest = max(largest, terms * repeats)
+        times = repeats * (int(inner.params["length"]) if inner.primitive is P.scan_p else 1)
+        for body in jcore.jaxprs_in_params(inner.params):
+            largest = max(largest, _largest_sum(body, times))
+    return largest
 
 
 def _float_stats(working, shadow, local, tol, common, spread=None):
@@ -338,6 +379,7 @@ class _Instrumenter:
         self.stats = []
         self.skipped = 0
         self.unchecked: list[str] = []  # kernels and callbacks, run in the working dtype
+        self.kernel_errors: dict[int, str] = {}  # id of a Pallas call -> why its float64 rebuild failed
         # (the user's line, the library function) of the library call being evaluated: ops
         # inside a function JAX jits internally (jnp.var) carry no user frame of their own
         self.context: tuple[str, str] | None = None
@@ -351,6 +393,7 @@ class _Instrumenter:
         child.sites = list(self.sites) if probe else self.sites
         child.checks_per_site = collections.Counter(self.checks_per_site) if probe else self.checks_per_site
         child.unchecked = [] if probe else self.unchecked
+        child.kernel_errors = self.kernel_errors
         child.context = self.context
         return child
 
@@ -391,6 +434,11 @@ class _Instrumenter:
                     wout, sout, oout = self.eval(inner[0], inner[1], win, sin, oin)
                 finally:
                     self.context = outer
+            elif (kernel := self._kernel_in_float64(eqn, sin)) is not None:
+                # a Pallas kernel, checked as one op against a float64 run of itself
+                wout = bind(eqn, win)
+                sout = kernel
+                oout = self.check(eqn, win, wout, sout, sin, _merged(oin))
             elif uses_keys_or_bits(eqn) or is_opaque(eqn):
                 # Random and bit-level ops, kernels and callbacks: the shadow resyncs to the
                 # working value (a kernel or callback is listed as not checked).
@@ -398,7 +446,9 @@ class _Instrumenter:
                 sout = [widen(x) for x in wout]
                 oout = [()] * len(wout)
                 if is_opaque(eqn):
-                    self.unchecked.append(f"{eqn.primitive.name} at {self._where(eqn)[0]}")
+                    why = self.kernel_errors.get(id(eqn))
+                    self.unchecked.append(f"{eqn.primitive.name} at {self._where(eqn)[0]}" + (
+                        f" (its float64 rebuild failed: {why})" if why else ""))
             else:
                 # The barrier keeps XLA from rewriting across ops: it simplifies
                 # (x + 1e8) - 1e8 to x under jit, hiding what the program says.
@@ -416,6 +466,17 @@ class _Instrumenter:
             [read(senv, v) for v in jaxpr.outvars],
             [origin(v) for v in jaxpr.outvars],
         )
+
+    def _kernel_in_float64(self, eqn, sin):
+        """A Pallas kernel's float64 run, or None (not a kernel, or one that cannot be
+        rebuilt in float64: then it runs in its working dtype and is listed unchecked)."""
+        if eqn.primitive.name != "pallas_call":
+            return None
+        try:
+            return kernel_in_float64(eqn, sin)
+        except Exception as error:  # a kernel feature the float64 rebuild does not carry
+            self.kernel_errors[id(eqn)] = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            return None
 
     def check(self, eqn, win, wout, sout, sin, merged):
         """Record statistics for one equation; return the origins of its outputs.

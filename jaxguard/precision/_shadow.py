@@ -38,12 +38,41 @@ BIT_OPS = frozenset(
 # Ops whose body the shadow cannot widen: a Pallas kernel (its Refs have the working dtype),
 # a host callback (it returns what its declared shapes say). They run in the working dtype
 # and their outputs are widened: the float64 program resyncs there, and check_ops lists
-# them as not checked.
+# them as not checked; except a Pallas kernel it can rebuild on float64 Refs (below).
 OPAQUE = frozenset({"pallas_call", "pure_callback", "io_callback", "callback", "mosaic_gpu_call", "tpu_custom_call"})
 
 
 def is_opaque(eqn) -> bool:
     return eqn.primitive.name in OPAQUE
+
+
+def kernel_in_float64(eqn, ins):
+    """A Pallas kernel run in float64: its own body, grid and blocks on float64 Refs, in
+    interpret mode (how a kernel is checked against a float64 run of itself). None for
+    what is not a Pallas call or uses what this cannot rebuild: scalar prefetch, scratch
+    buffers, dynamic grid bounds, aliased outputs, a device mesh, PRNG keys."""
+    if eqn.primitive.name != "pallas_call":
+        return None
+    params = eqn.params
+    grid = params["grid_mapping"]
+    kernel = params["jaxpr"]
+    if (grid.num_index_operands or grid.num_scratch_operands or grid.num_dynamic_grid_bounds
+            or params.get("input_output_aliases") or params.get("mesh") is not None or kernel.constvars
+            or any(is_key(v.aval) for v in eqn.invars)):
+        return None
+    from jax.experimental import pallas as pl
+
+    specs = [mapping.to_block_spec() for mapping in grid.block_mappings]
+
+    def body(*refs):  # the kernel's equations on float64 Refs (a kernel returns nothing)
+        eval_wide(kernel, (), refs)
+
+    outs = pl.pallas_call(
+        body,
+        out_shape=[jax.ShapeDtypeStruct(v.aval.shape, wide_dtype(v.aval.dtype)) for v in eqn.outvars],
+        grid=grid.grid, in_specs=specs[:grid.num_inputs], out_specs=specs[grid.num_inputs:], interpret=True,
+    )(*ins)
+    return list(outs)
 
 
 # Products of 16-bit floats: float32 holds every product exactly and sums K of them with an
@@ -142,6 +171,41 @@ def bind(eqn, ins, params=None):
     return list(outs) if eqn.primitive.multiple_results else [outs]
 
 
+def _over_refs(eqn) -> bool:
+    from jax.ref import AbstractRef
+
+    return eqn.primitive in (P.cond_p, P.while_p, P.scan_p) and any(isinstance(v.aval, AbstractRef) for v in eqn.invars)
+
+
+def _control_flow_over_refs(eqn, ins):
+    """`pl.when`, a `fori_loop` in a Pallas kernel: control flow whose operands include
+    Refs. Their bodies cannot be re-traced on array types; run them as the same control
+    flow over float64 Refs, each body evaluated with its Refs closed over."""
+    p = eqn.params
+    if eqn.primitive is P.cond_p:
+        index, *operands = ins
+        branches = [lambda b=b: tuple(eval_wide(b.jaxpr, b.consts, operands)) for b in p["branches"]]
+        return list(jax.lax.switch(index, branches))
+    if eqn.primitive is P.while_p:
+        nc, nb = p["cond_nconsts"], p["body_nconsts"]
+        cond, body = p["cond_jaxpr"], p["body_jaxpr"]
+        cond_consts, body_consts, init = ins[:nc], ins[nc:nc + nb], ins[nc + nb:]
+        return list(jax.lax.while_loop(
+            lambda carry: eval_wide(cond.jaxpr, cond.consts, [*cond_consts, *carry])[0],
+            lambda carry: tuple(eval_wide(body.jaxpr, body.consts, [*body_consts, *carry])),
+            tuple(init),
+        ))
+    nc, nk, body = p["num_consts"], p["num_carry"], p["jaxpr"]
+    consts, carry, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
+
+    def step(carry, x):
+        out = eval_wide(body.jaxpr, body.consts, [*consts, *carry, *x])
+        return tuple(out[:nk]), tuple(out[nk:])
+
+    carry, ys = jax.lax.scan(step, tuple(carry), tuple(xs), length=p["length"], reverse=p["reverse"])
+    return [*carry, *ys]
+
+
 def apply_wide(eqn, ins, working: bool = False):
     """One equation on float64 inputs, giving float64 outputs (a product of 16-bit floats is
     computed in float32, which is exact enough for it). `working`: the inputs are the
@@ -149,11 +213,19 @@ def apply_wide(eqn, ins, working: bool = False):
     inner = inner_jaxpr(eqn)
     if inner is not None:
         return eval_wide(inner[0], inner[1], ins)
+    try:
+        kernel = kernel_in_float64(eqn, ins)
+    except Exception:  # a kernel feature the float64 rebuild does not carry: run it as written
+        kernel = None
+    if kernel is not None:
+        return kernel
     if uses_keys_or_bits(eqn) or is_opaque(eqn):
         # Bits of a float64 mean something else, and an opaque kernel or callback takes
         # only its declared dtypes: do this op in the working dtype.
         narrow = [x if is_key(v.aval) else jax.numpy.asarray(x).astype(v.aval.dtype) for v, x in zip(eqn.invars, ins)]
         return [widen(o) for o in bind(eqn, narrow)]
+    if _over_refs(eqn):
+        return _control_flow_over_refs(eqn, ins)
     if _sixteen_bit_product(eqn):
         return _apply_in_float32(eqn, ins, working)
     if eqn.primitive is P.reduce_precision_p:

@@ -484,19 +484,82 @@ def _callback_sin(x):
     return y * 3.0  # CALLBACK_USE
 
 
-def test_kernels_and_callbacks_run_in_their_dtype_and_are_listed_as_not_checked():
+def _pallas_cancel(x, shift):
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref, shift_ref, o_ref):
+        o_ref[...] = (x_ref[...] + shift_ref[...]) - shift_ref[...]  # the shift swallows x's digits
+
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x, shift)  # KERNEL_CALL
+
+
+def _pallas_matmul(a, b):
+    # a blocked matmul accumulating over the grid's last axis: 512 terms per output
+    from jax.experimental import pallas as pl
+
+    def kernel(a_ref, b_ref, o_ref):
+        @pl.when(pl.program_id(1) == 0)
+        def _():
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+        o_ref[...] += a_ref[...] @ b_ref[...]
+
+    return pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype), grid=(2, 4),
+        in_specs=[pl.BlockSpec((32, 128), lambda i, k: (i, k)), pl.BlockSpec((128, 64), lambda i, k: (k, 0))],
+        out_specs=pl.BlockSpec((32, 64), lambda i, k: (i, 0)), interpret=True,
+    )(a, b)
+
+
+def _pallas_scratch(x):
+    # scratch buffers are not rebuilt in float64: the kernel runs as written, unchecked
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    def kernel(x_ref, o_ref, scratch):
+        scratch[...] = x_ref[...] * 2.0
+        o_ref[...] = scratch[...] + 1.0
+
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          scratch_shapes=[pltpu.VMEM(x.shape, x.dtype)], interpret=True)(x)
+
+
+def test_a_pallas_kernel_is_checked_as_one_op_against_a_float64_run_of_itself():
     from jaxguard.precision import divergence
 
     x = jnp.linspace(0.0, 1.0, 8, dtype=jnp.float32)
-    kernel = check_ops(_pallas_double, x)
-    assert [u.split(" at ")[0] for u in kernel.unchecked] == ["pallas_call"]
-    assert "not checked (ran in its working dtype" in str(kernel)
-    assert not kernel.passed  # nothing else was checked
+    double = check_ops(_pallas_double, x)
+    assert double.passed and double.unchecked == ()
+    assert [r.primitive for r in double.records] == ["pallas_call"]
+    # the cancellation inside the kernel: caught, at the line that calls the kernel
+    values, shift = jnp.asarray(RNG.standard_normal(64), jnp.float32), jnp.full(64, 1e4, jnp.float32)
+    cancel = check_ops(_pallas_cancel, values, shift)
+    assert not cancel.passed and cancel.first_failure.primitive == "pallas_call"
+    assert cancel.first_failure.source == line_of("KERNEL_CALL")
+    assert not divergence(_pallas_cancel, values, shift).passed
+    # a correct float32 kernel summing 512 products per output passes: its tolerance grows
+    # with what it sums, as a matmul's does
+    a = jnp.asarray(RNG.standard_normal((64, 512)), jnp.float32)
+    b = jnp.asarray(RNG.standard_normal((512, 64)), jnp.float32)
+    product = check_ops(_pallas_matmul, a, b)
+    assert product.passed, str(product)
+    np.testing.assert_allclose(product.outputs, np.asarray(a, np.float64) @ np.asarray(b, np.float64), rtol=1e-4, atol=1e-4)
+
+
+def test_callbacks_and_kernels_that_cannot_be_rebuilt_run_in_their_dtype_and_are_listed():
+    from jaxguard.precision import divergence
+
+    x = jnp.linspace(0.0, 1.0, 8, dtype=jnp.float32)
+    scratch = check_ops(_pallas_scratch, x)
+    assert [u.split(" at ")[0] for u in scratch.unchecked] == ["pallas_call"]
+    assert "not checked (ran in its working dtype" in str(scratch)
+    assert not scratch.passed  # nothing else was checked
+    np.testing.assert_allclose(scratch.outputs, np.asarray(x) * 2 + 1, rtol=1e-6)
     called = check_ops(_callback_sin, x)
     assert [u.split(" at ")[0] for u in called.unchecked] == ["pure_callback"]
     assert called.passed and [r.primitive for r in called.records] == ["mul"]
     np.testing.assert_allclose(called.outputs, np.sin(np.asarray(x)) * 3.0, rtol=1e-6)
-    assert divergence(_pallas_double, x).passed and divergence(_callback_sin, x).bitwise_equal
+    assert divergence(_pallas_scratch, x).passed and divergence(_callback_sin, x).bitwise_equal
 
 
 def test_ops_inside_library_functions_name_the_users_line_and_the_function():
