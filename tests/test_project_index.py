@@ -522,3 +522,17 @@ def test_a_recursive_builder_is_judged_by_what_its_chain_does(tmp_path, base_cas
         ),
     })
     assert (("pkg/model.py", "JG601") in found(root, "pkg")) is (base_case == "draw")
+
+
+@pytest.mark.parametrize("annotation", ["Variable", "jax.Array"])
+def test_a_parameter_annotated_with_a_type_no_key_has_is_not_a_key(tmp_path, annotation):
+    # pymc's `find_default_update(clients, rng: Variable)`: a graph variable named rng
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/graph.py": f"import jax\ndef users(clients, rng: {annotation}):\n    return jax.random.normal(rng)\n",
+        "pkg/update.py": (
+            "import jax\nfrom pkg.graph import users\ndef update(clients, rng, step):\n"
+            "    rng = jax.random.fold_in(rng, step)\n    return users(clients, rng), users(clients, rng)\n"
+        ),
+    })
+    assert (("pkg/update.py", "JG601") in found(root, "pkg")) is (annotation == "jax.Array")

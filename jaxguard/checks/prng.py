@@ -110,7 +110,9 @@ class KeyFlow:
             # a parameter named like a key is one only if it is used as a key here
             # (`key` is just as often a dict key or a cache key)
             used_as_keys = self._random_key_names([*function.calls, *_lambda_calls(facts, function)])
-            self.keys.update(p for p in function.params if KEY_PARAM.match(p) and p in used_as_keys)
+            self.keys.update(
+                p for p in function.params if KEY_PARAM.match(p) and p in used_as_keys and not function.annotated_not_a_key(p)
+            )
         self.key_param = key_param
         self.param_consumed = False  # the value `key_param` arrived with was consumed
         if key_param is not None:
@@ -717,10 +719,10 @@ def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
     cache = facts.derived.setdefault("key-params", {})
     slot = (info.node, param)
     if slot not in cache:
-        if _stores_attribute_of(info.node.body, param):
+        if info.annotated_not_a_key(param) or _stores_attribute_of(info.node.body, param):
             cache[slot] = False  # `rng._state = ...`: a generator object keeping its state, not a key
             return False
-        cache[slot] = True  # a recursive call: assume it consumes
+        cache[slot] = False  # a recursive call adds no draw of its own: the rest of the body decides
         flow = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param)
         cache[slot] = flow.param_consumed
     return cache[slot]  # type: ignore[return-value]
@@ -931,6 +933,9 @@ class KeyReuse(_KeyRule):
         # a model's init draws its parameters from the key
         "import jax\ndef f(model, x):\n    key = jax.random.key(0)\n    params = model.init(key, x)\n"
         "    return params, jax.random.normal(key, x.shape)\n",
+        # annotated as a key
+        "import jax\ndef lookup(graph, rng):\n    return jax.random.normal(rng)\n"
+        "def clients(graph, rng: jax.Array):\n    return lookup(graph, rng), lookup(graph, rng)\n",
         # a draw after the `where` that already drew from the key
         "import jax.numpy as jnp\nimport jax\ndef spot(key, square):\n"
         "    x = jnp.where(square, jax.random.uniform(key, (2,)), 0.0)\n    return x + jax.random.normal(key, (2,))\n",
@@ -940,6 +945,9 @@ class KeyReuse(_KeyRule):
         "import jax\ndef advance(seed):\n    return jax.random.split(seed)[0]\ndef count(flux, rng):\n"
         "    rng._state = advance(rng)\n    return flux\ndef shoot(n, rng):\n    rng._state = advance(rng)\n    return n\n"
         "def draw(flux, rng):\n    n = count(flux, rng)\n    return shoot(n, rng)\n",
+        # annotated with a type no key has: `rng` is a graph variable, `key` a dict key
+        "import jax\ndef lookup(graph, rng):\n    return jax.random.normal(rng)\n"
+        "def clients(graph, rng: Variable):\n    return lookup(graph, rng), lookup(graph, rng)\n",
         # `where`/`select` keeps one of the two draws for each element: no element sees both
         "import jax\ndef spot(key, square):\n    return jax.lax.select(square, jax.random.uniform(key, (2,)), jax.random.normal(key, (2,)))\n",
         # the object's key split and rebound before the next draw

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here too
+    KEY_ANNOTATION,
     _ABSTRACT_FUNCTION,
     _ABSTRACT_MODULE,
     ABSTRACT_METHODS,
@@ -197,6 +198,16 @@ class FunctionInfo:
     # the body never runs on real values and no compiled program is kept
     abstract_only: bool = False
     order: int = 0  # position among module-level bindings and definitions, in source order
+
+    def annotated_not_a_key(self, param: str) -> bool:
+        """`rng: Variable`, `key: str`: the author declared a type no PRNG key has."""
+        if isinstance(self.node, cst.Lambda):
+            return False
+        for p in all_params(self.node.params):
+            if p.name.value == param and p.annotation is not None:
+                text = cst.Module([]).code_for_node(p.annotation.annotation)
+                return KEY_ANNOTATION.search(text) is None
+        return False
 
     @property
     def traced_params(self) -> set[str]:

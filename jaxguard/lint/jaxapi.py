@@ -106,6 +106,9 @@ NOT_CONSUMING = frozenset(
 )
 # A parameter named like this may be a key (whether it is one is read from its uses).
 KEY_PARAM = re.compile(r"^(key|rng|prng|prng_key|rng_key|seed_key|\w+_key|\w+_rng)$")
+# An annotation a key may carry (`jax.Array`, `PRNGKeyArray`, `chex.PRNGKey`, `Key[Array, ""]`,
+# `Any`); a parameter annotated otherwise (`rng: Variable`, `key: str`) is not a key.
+KEY_ANNOTATION = re.compile(r"Array|Key|ndarray|PRNG|Any|Tensor|Tree")
 # Calls that look at a key, or pass it through, without drawing from it: by qualified name
 # (array and tree utilities, printing, logging, device transfers) and by what their name
 # says (`is_prng_key(key)`, `check_key(key)`, `log(key)`).

@@ -23,6 +23,7 @@ from jaxguard.lint.jaxapi import (
     FUNCTION_APPLYING_BUILTINS,
     FUNCTION_APPLYING_PREFIXES,
     GRAD_TRANSFORMS,
+    KEY_ANNOTATION,
     KEY_LOOKING,
     KEY_NEUTRAL_PREFIXES,
     LAX_BODIES,
@@ -416,7 +417,10 @@ class _Summariser:
         for inner in flat.names:
             if isinstance(inner.ctx, ast.Load):
                 loads.setdefault(inner.id, []).append(inner)
+        not_keys = _annotated_not_keys(node)
         for param in params:
+            if param in not_keys:
+                continue  # `rng: Variable`: the author declared a type no key has
             # any parameter may receive a key from a caller; only what is not IGNORES is kept
             verdict = _KeyUses(self, param, loads.get(param, []), flat.parents, local, cls, self_name).verdict()
             if verdict != IGNORES:
@@ -490,6 +494,13 @@ class _KeyUses:
             self.unknown = True
             return
         self.passes.append([target, position if keyword is None else keyword])
+
+
+def _annotated_not_keys(node: ast.AST) -> set[str]:
+    """Parameters annotated with a type no PRNG key has (the facts' `annotated_not_a_key`)."""
+    arguments = node.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    return {a.arg for a in every if a.annotation is not None and KEY_ANNOTATION.search(ast.unparse(a.annotation)) is None}
 
 
 def _stored_attribute(name: ast.Name, parents) -> bool:
