@@ -1,4 +1,5 @@
-"""Tests reuse keys on purpose: JG601-JG604 are off in test files unless selected by code."""
+"""Tests reuse keys, count traces and probe dtypes on purpose: JG601-JG604, JG103, JG104 and
+JG903 are off in test files unless selected by code."""
 
 from __future__ import annotations
 
@@ -75,3 +76,19 @@ def test_flake8_agrees(project):
 
     assert flake8("JG") == ["lib/sample.py"]
     assert flake8("JG601") == ["lib/sample.py", "test_sample.py"]
+
+
+TRACE_COUNTER = (
+    "import jax\nimport jax.numpy as jnp\ncalls = {'n': 0}\ntraces = 0\n\n@jax.jit\ndef f(x):\n"
+    "    global traces\n    traces += 1\n    calls['n'] += 1\n    return x.astype(jnp.float64)\n"
+)
+
+
+def test_trace_counters_and_dtype_probes_are_reported_in_library_code_and_not_in_tests(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxguard]\n")
+    for name in ("lib/step.py", "tests/test_step.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(TRACE_COUNTER)
+    assert codes(tmp_path, ".") == {"lib/step.py": ["JG103", "JG104", "JG903"]}
+    found = codes(tmp_path, ".", "--select", "JG103,JG104,JG903")
+    assert found["tests/test_step.py"] == ["JG103", "JG104", "JG903"]

@@ -447,6 +447,7 @@ class X64EnabledTooLate(Rule):
 @register
 class X64DtypeWithoutX64(Rule):
     code = "JG903"
+    in_tests = False  # tests request 64-bit types on purpose, to probe what JAX gives
     name = "x64-dtype-without-x64"
     summary = "A 64-bit dtype requested from JAX in a module that never enables x64: it silently stays 32-bit"
     message = (
@@ -463,7 +464,13 @@ class X64DtypeWithoutX64(Rule):
         "jax_enable_x64", ...)`, the `JAX_ENABLE_X64` environment variable set in the module,
         `jax.enable_x64(...)` contexts, code that reads the flag, and `x64 = true` in config;
         and when importing the module enables it: its package's `__init__` or a project module
-        it imports (directly or through others) turns x64 on at import.
+        it imports (directly or through others) turns x64 on at import, or refuses to import
+        (or warns) without it; an entry point that enables x64 and then imports the module;
+        a package `__init__` that imports all its submodules when one of them enables it.
+
+        Off in test files unless selected by its code: tests request 64-bit types on purpose,
+        to probe what JAX gives (`assertIn(str(y.dtype), ["float32", "float64"])`). Judged in
+        test files on real code: 0 real, 3 deliberate, 0 false.
     """
     why = """
         Without x64 mode JAX canonicalizes 64-bit dtypes to 32-bit ones (with at most a

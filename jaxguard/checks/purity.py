@@ -647,10 +647,18 @@ def _attribute_stores(node: cst.CSTNode, receivers: set[str], nested: bool = Tru
 @register
 class TracedWritesOuterState(Rule):
     code = "JG103"
+    in_tests = False  # tests write outer state from traced code on purpose (counting traces, provoking the error)
     name = "traced-writes-outer-state"
     summary = "A traced function writes outer state: the write happens once, at trace time, and can leak tracers"
     message = "traced function writes outer state ('{target}'): it runs only at trace time and leaks tracers"
-    what = "Flags `global`/`nonlocal` rebinding, and attribute stores on objects the function did not create, inside a traced function."
+    what = """
+        Flags `global`/`nonlocal` rebinding, and attribute stores on objects the function did
+        not create, inside a traced function.
+
+        Off in test files unless selected by its code: tests write outer state from traced
+        code on purpose (a trace counter that checks there is no retrace, a write that must
+        raise). Judged in test files on real code: 0 real, 6 deliberate, 0 false.
+    """
     why = """
         The assignment happens once, during tracing, and stores a tracer, not a value: later calls
         do not repeat it, and using the stored tracer outside the trace raises
@@ -856,10 +864,18 @@ RETURN_NONE = frozenset(
 @register
 class TracedMutatesOuterContainer(Rule):
     code = "JG104"
+    in_tests = False  # tests fill a container from traced code on purpose (counting traces)
     name = "traced-mutates-outer-container"
     summary = "A traced function mutates a container it did not create: the change happens once, at trace time"
     message = "traced function mutates '{name}', a container it did not create: the change happens once, at trace time"
-    what = "Flags `.append/.extend/.update/.pop/...` calls, item assignment and `del` on a container that a traced function received or reads from outside."
+    what = """
+        Flags `.append/.extend/.update/.pop/...` calls, item assignment and `del` on a
+        container that a traced function received or reads from outside.
+
+        Off in test files unless selected by its code: tests fill a container from traced
+        code on purpose (`calls["n"] += 1` to check there is no retrace). Judged in test files
+        on real code: 0 real, 2 deliberate, 2 false.
+    """
     why = """
         The mutation runs during tracing only. A cached call does not repeat it, and what was
         appended is a tracer, which escapes the trace. Build a new container inside the
