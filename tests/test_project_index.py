@@ -536,3 +536,15 @@ def test_a_parameter_annotated_with_a_type_no_key_has_is_not_a_key(tmp_path, ann
         ),
     })
     assert (("pkg/update.py", "JG601") in found(root, "pkg")) is (annotation == "jax.Array")
+
+
+@pytest.mark.parametrize("traced_by", ["tests", "library"])
+def test_what_a_test_traces_does_not_make_library_code_traced(tmp_path, traced_by):
+    # pennylane's tests build a device inside a jitted function; the device's constructor,
+    # which seeds numpy, is not traced by the library itself
+    device = "import numpy as np\nclass Device:\n    def __init__(self):\n        self.seed = np.random.randint(0, 100)\n"
+    user = "import jax\nfrom pkg.device import Device\n@jax.jit\ndef run(x):\n    Device()\n    return x\n"
+    files = {"pkg/__init__.py": "", "pkg/device.py": device}
+    files["tests/test_device.py" if traced_by == "tests" else "pkg/run.py"] = user
+    root = make(tmp_path, files)
+    assert (("pkg/device.py", "JG105") in found(root, ".")) is (traced_by == "library")

@@ -153,6 +153,9 @@ class ListToJitted(Rule):
         "import jax\ndef g(a, b):\n    return a\ng_fast = jax.jit(g)\ng_fast(1.0, (0.5, -0.5))\n",
     )
     valid = (
+        # static_argnums reach keywords through the signature: `indices` may be static
+        "import jax\nfrom pennylane import math\nreduce = jax.jit(math.reduce_dm, static_argnums=[1, 2])\n"
+        "def test_reduce(dm):\n    return reduce(dm, indices=(0, 1))\n",
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(params, x):\n    return x\nparams = [jnp.ones(3), jnp.zeros(3)]\nf(params, 1.0)\n",
         "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnums=(1,))\ndef f(x, shape):\n    return x\nf(1.0, (2, 3))\n",
         "def f(xs):\n    return xs\nf([1, 2, 3])\n",
@@ -173,6 +176,11 @@ class ListToJitted(Rule):
                 continue
             if arg.keyword is None and target and index < len(target) and target[index] in spec.argnames:
                 continue
+            if arg.keyword is not None and spec.argnums:
+                # jit maps static_argnums to keywords through the signature: without it (a
+                # function of another library) whether this one is static is not known
+                if not target or arg.keyword.value not in target or target.index(arg.keyword.value) in spec.argnums:
+                    continue
             found = self._scalars(arg.value)
             if found is not None:
                 kind, count = found

@@ -375,6 +375,9 @@ class X64EnabledTooLate(Rule):
         weights = jnp.ones(3)
     """
     invalid = (
+        # a decorator's argument is made at import, before main enables x64: it stays 32-bit
+        "import jax\nimport jax.numpy as jnp\n@parameters(dict(x=jnp.zeros(3)))\ndef test_a(x):\n    pass\n"
+        "if __name__ == '__main__':\n    jax.config.update('jax_enable_x64', True)\n",
         "import jax\nfrom jax import random\nkey = random.key(0)\nimport os\nos.environ['JAX_ENABLE_X64'] = 'True'\n",
         "import jax\n@jax.jit\ndef f(x):\n    jax.config.update('jax_enable_x64', True)\n    return x\n",
         "import jax\nimport jax.numpy as jnp\ndef run():\n    x = jnp.zeros(3)\n    jax.config.update('jax_enable_x64', True)\n    return x\n",
@@ -382,6 +385,9 @@ class X64EnabledTooLate(Rule):
         "import jax\nimport equinox as eqx\n@eqx.filter_jit\ndef f(x):\n    jax.config.update('jax_enable_x64', True)\n    return x\n",
     )
     valid = (
+        # a lambda in a decorator runs when the test calls it, after main enabled x64
+        "import jax\nimport jax.numpy as jnp\n@parameters(dict(f=lambda x: jnp.cos(x)))\ndef test_a(f):\n    pass\n"
+        "if __name__ == '__main__':\n    jax.config.update('jax_enable_x64', True)\n",
         "import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy as jnp\nx = jnp.ones(3)\n",
         "import jax\nimport jax.numpy as jnp\nprint(jnp.finfo(jnp.float32).eps)\njax.config.update('jax_enable_x64', True)\n",
         "import jax\nimport jax.numpy as jnp\njax.config.update('jax_enable_x64', True)\nx = jnp.ones(3)\njax.config.update('jax_enable_x64', True)\n",
@@ -396,6 +402,13 @@ class X64EnabledTooLate(Rule):
         self.module_used_jax = False
         self.enabled = ctx.settings.x64
         self.functions_used_jax: set = set()
+        self.lambdas = 0  # lambda bodies being visited (`parameters(f=lambda x: jnp.cos(x))`)
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.lambdas += 1
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.lambdas -= 1
 
     def _creates_arrays(self, node: cst.Call) -> bool:
         ctx = self.ctx
@@ -412,10 +425,10 @@ class X64EnabledTooLate(Rule):
         if enabling is None:
             if self._creates_arrays(node):
                 function = self.ctx.function
-                if function is None:
-                    self.module_used_jax = True
-                else:
+                if function is not None:
                     self.functions_used_jax.add(function)
+                elif not self.lambdas:
+                    self.module_used_jax = True  # not in a lambda's body: that runs when called
             return
         self._update(node, enabling)
 

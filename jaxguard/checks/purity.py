@@ -464,6 +464,9 @@ class TracedReadsMutableGlobal(Rule):
         "g = Grid(3)\ng._build(4)\n",
     )
     valid = (
+        # a decorator's arguments are read where the `def` runs, not inside the trace
+        "import jax\ndev = 1\ndef test_a():\n    @jax.jit\n    @wrap(dev)\n    def circuit(x):\n        return x\n"
+        "    return circuit(1.0)\ndev = 2\n",
         "import jax\nSCALE = 2.0\n@jax.jit\ndef f(x):\n    return x * SCALE\n",
         "import jax\ntry:\n    import numpy as np\nexcept ImportError:\n    np = None\n@jax.jit\ndef f(x):\n    return x\n",
         "import jax\ng = 0.\n@jax.jit\ndef f(x, g):\n    return x + g\ng = 1.\n",

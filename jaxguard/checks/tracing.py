@@ -704,6 +704,9 @@ class JitInLoop(Rule):
             params = update(params)
     """
     invalid = (
+        # the same shardings every iteration: one program, wrapped again each time
+        "import jax\ndef _shard(x):\n    return x\ndef place(modules, sharding):\n    for module in modules:\n"
+        "        module.kernel = jax.jit(_shard, out_shardings=sharding)(module.kernel)\n",
         # a bound method is a new object every time it is read: jit's cache misses
         "import jax\ndef run(model, xs):\n    for x in xs:\n        y = jax.jit(model.step)(x)\n    return y\n",
         "import jax\ndef train(params, batches):\n    for batch in batches:\n"
@@ -726,6 +729,10 @@ class JitInLoop(Rule):
         "        jax.jit(f)(y)\n",
     )
     valid = (
+        # another compiled program per iteration by design: the shardings come from the loop
+        "import jax\ndef _shard(x):\n    return x\ndef place(modules, mesh):\n    for name, module in modules:\n"
+        "        shardings = {'kernel': mesh[name]}\n"
+        "        module.kernel = jax.jit(_shard, out_shardings=shardings['kernel'])(module.kernel)\n",
         # a sweep: each iteration has a new static value or a new shape, so it compiles anyway
         "import jax\nimport jax.numpy as jnp\ndef f(x, n):\n    return x * n\ndef sweep():\n    for n in range(3):\n"
         "        y = jax.jit(f, static_argnums=(1,))(jnp.ones(3), n)\n",
@@ -984,6 +991,11 @@ class JitInLoop(Rule):
         static_args += [a.value for a in call.args if a.keyword is not None and spec and a.keyword.value in spec.argnames]
         if any(names_in(arg) & varying for arg in static_args):
             return True
+        # `jax.jit(_shard, out_shardings=shardings["kernel"])` with shardings from the loop:
+        # each iteration asks for another compiled program, which no hoisting can share
+        configured = [a.value for a in built.args if a.keyword is not None and a.keyword.value in _COMPILE_OPTIONS]
+        if any(names_in(value) & varying for value in configured):
+            return True
         for arg in args:
             made = _assignment_in(loop.body, arg.value) if isinstance(arg, cst.Name) else None
             if isinstance(made, cst.Call) and self._shape_from(made, varying):
@@ -1227,6 +1239,8 @@ _STORING = frozenset({"append", "extend", "insert", "add", "setdefault", "update
 
 # Array constructors whose first argument is the shape.
 _SHAPED_CONSTRUCTORS = frozenset({"zeros", "ones", "empty", "full", "arange", "linspace", "eye"})
+# jit options that select another compiled program when they change
+_COMPILE_OPTIONS = frozenset({"in_shardings", "out_shardings", "device", "backend", "abstracted_axes", "compiler_options"})
 _RESHAPING_METHODS = frozenset({"reshape", "broadcast_to", "resize"})
 
 

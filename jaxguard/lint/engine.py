@@ -196,6 +196,11 @@ class _Runner:
         if self.dead and node in self.dead:
             return
         scope = ctx.facts.scopes.get(node) if opens_scope else None
+        if scope is not None and type(node) is cst.FunctionDef and node.decorators:
+            # decorators run where the `def` is, when it runs: not inside the function
+            for decorator in node.decorators:
+                self.run(decorator)
+            fields = tuple(name for name in fields if name != "decorators")
         if scope is not None:
             ctx.scope_stack.append(scope)
             ctx.kinds.enter(scope)

@@ -252,7 +252,13 @@ class ProjectIndex:
             if place in self.traced:
                 continue
             self.traced[place] = transform
-            work.extend((callee, transform) for callee in self._callees(place))
+            # what a test traces reaches the library only as the test uses it: no evidence
+            # for findings in the library (a test building a device inside jit)
+            from_tests = self.is_test_module(place[0])
+            work.extend(
+                (callee, transform) for callee in self._callees(place)
+                if not from_tests or self.is_test_module(callee[0])
+            )
         self.differentiated: set[tuple[str, str]] = set()
         work2 = list(grad_roots)
         while work2:
