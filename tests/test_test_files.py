@@ -80,15 +80,16 @@ def test_flake8_agrees(project):
 
 TRACE_COUNTER = (
     "import jax\nimport jax.numpy as jnp\ncalls = {'n': 0}\ntraces = 0\n\n@jax.jit\ndef f(x):\n"
-    "    global traces\n    traces += 1\n    calls['n'] += 1\n    return x.astype(jnp.float64)\n"
+    "    global traces\n    traces += 1\n    calls['n'] += 1\n    return x.astype(jnp.float64)\n\n"
+    "def check():\n    return f([1.0, 2.0])\n"
 )
 
 
-def test_trace_counters_and_dtype_probes_are_reported_in_library_code_and_not_in_tests(tmp_path):
+def test_trace_counters_dtype_probes_and_list_arguments_are_reported_in_library_code_and_not_in_tests(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.jaxguard]\n")
     for name in ("lib/step.py", "tests/test_step.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(TRACE_COUNTER)
-    assert codes(tmp_path, ".") == {"lib/step.py": ["JG103", "JG104", "JG903"]}
-    found = codes(tmp_path, ".", "--select", "JG103,JG104,JG903")
-    assert found["tests/test_step.py"] == ["JG103", "JG104", "JG903"]
+    assert codes(tmp_path, ".") == {"lib/step.py": ["JG103", "JG104", "JG903", "JG502"]}
+    found = codes(tmp_path, ".", "--select", "JG103,JG104,JG502,JG903")
+    assert found["tests/test_step.py"] == ["JG103", "JG104", "JG903", "JG502"]

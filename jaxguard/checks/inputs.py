@@ -115,11 +115,20 @@ def _scalar_literal(node: cst.BaseExpression) -> bool:
 @register
 class ListToJitted(Rule):
     code = "JG502"
+    in_tests = False  # a test passing a few numbers once pays nothing for them
     name = "list-to-jitted"
     summary = "A Python list of scalars passed to a jitted function becomes one traced input per element"
     message = "a Python {kind} of scalars passed to a jitted function becomes {n} separate traced inputs; pass an array"
     fix_kind = "suggest"
-    what = "Flags a list or tuple of Python numbers, or `list(range(...))`, passed to a jitted (or `make_jaxpr`-traced) function."
+    what = """
+        Flags a list or tuple of Python numbers, or `list(range(...))`, passed to a jitted (or
+        `make_jaxpr`-traced) function.
+
+        Off in test files unless selected by its code: the cost is paid per call and per
+        element, which a test calling once with a few numbers never notices (and tests pass
+        lists on purpose, to check how they are traced). Judged in test files on real code:
+        0 real, 17 deliberate or harmless.
+    """
     why = """
         A list is a pytree: every element becomes its own scalar input of the compiled program.
         Tracing and compilation get slower with the list's length, and a list of another
