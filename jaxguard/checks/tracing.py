@@ -1316,6 +1316,10 @@ class UnhashableStaticArg(Rule):
         "    def __hash__(self):\n        return hash((self.x, self.mul))\n",
     )
     valid = (
+        # a parameter with a default that no caller passes keeps its (hashable) default
+        "import jax\nfrom functools import partial\ndef train(x, use_exact):\n    def loss(v, exact=use_exact):\n"
+        "        return _loss(v, exact)\n    @partial(jax.jit, static_argnums=(1,))\n    def _loss(v, exact):\n"
+        "        return v.sum()\n    grad = jax.grad(loss)\n    return grad(x)\n",
         "import jax\ndef f(x, dims):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng([1.0, 2.0], (1, 2))\n",
         "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnames=('axes',))\n"
         "def total(x, axes):\n    return x\ntotal([1.0], axes=(0,))\n",

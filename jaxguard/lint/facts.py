@@ -211,10 +211,17 @@ class FunctionInfo:
 
     @property
     def traced_params(self) -> set[str]:
+        """Parameters JAX passes tracers for. Not one with a default: a caller that leaves it
+        out (`jax.jit(jax.grad(loss))(x)` for `loss(x, exact=False)`) gets the default."""
         if not self.params_traced:
             return set()
         skip = {"self", "cls"} if self.class_name else set()
-        return {p for p in self.params if p not in self.static_params and p not in skip}
+        return {p for p in self.params if p not in self.static_params and p not in skip} - defaulted_params(self.node)
+
+
+def defaulted_params(node: cst.FunctionDef | cst.Lambda) -> set[str]:
+    params = node.params
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.default is not None}
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:

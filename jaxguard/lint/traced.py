@@ -34,6 +34,7 @@ import libcst as cst
 
 from jaxguard.lint.facts import (
     TRACING_TRANSFORMS,
+    defaulted_params,
     call_tail,
     FunctionInfo,
     ModuleFacts,
@@ -138,15 +139,6 @@ def _star_params(node: cst.FunctionDef | cst.Lambda) -> set[str]:
     if params.star_kwarg is not None:
         names.add(params.star_kwarg.name.value)
     return names
-
-
-def _defaulted_params(node: cst.FunctionDef | cst.Lambda) -> set[str]:
-    params = node.params
-    return {
-        p.name.value
-        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-        if p.default is not None
-    }
 
 
 class TracedFlow:
@@ -341,7 +333,7 @@ class TracedFlow:
         return (
             params
             - _star_params(info.node)
-            - _defaulted_params(info.node)
+            - defaulted_params(info.node)
             - self.bound.get(info.node, set())
         )
 
