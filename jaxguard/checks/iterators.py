@@ -42,6 +42,8 @@ class IteratorInTraced(Rule):
         "import jax\nbatches = iter([1.0, 2.0])\n@jax.jit\ndef f(x):\n    return x + next(batches)\n",
     )
     valid = (
+        # unpacked at the call: the jitted function receives the arrays, not the generator
+        "import jax\n@jax.jit\ndef f(*xs):\n    return sum(xs)\ndef g(points):\n    return f(*(p[:, None] for p in points))\n",
         "import jax.numpy as jnp\nfrom jax import lax\narray = jnp.arange(10)\nprint(lax.fori_loop(0, 10, lambda i,x: x+array[i], 0))\n",
         "import jax\n@jax.jit\ndef f(xs):\n    total = 0.0\n    for x in iter(xs):\n        total = total + x\n    return total\n",
         "batches = iter([1, 2, 3])\nfirst = next(batches)\n",
@@ -71,11 +73,12 @@ class IteratorInTraced(Rule):
 
     def _operands(self, call: cst.Call) -> list[cst.BaseExpression]:
         ctx = self.ctx
+        # `f(*(p[:, None] for p in points))`: a starred iterator is unpacked at the call
         bodies = ctx.facts.lax_body_args.get(call)
         if bodies is not None:
-            return [a.value for a in call.args if a.value not in bodies]
+            return [a.value for a in call.args if a.value not in bodies and not a.star]
         if ctx.facts.jitted_spec(call.func, ctx.scope) is not None:
-            return [a.value for a in call.args]
+            return [a.value for a in call.args if not a.star]
         return []
 
     def _is_iterator(self, node: cst.BaseExpression) -> bool:

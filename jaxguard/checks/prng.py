@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from jaxguard.lint.facts import (
-    LAX_LOOPS,
     ModuleFacts,
     Scope,
     all_params,
@@ -847,7 +846,7 @@ def key_flow(facts: ModuleFacts, source: str) -> list[Finding]:
                     continue
                 if not (_calls_jax_random(facts, info) or _keys_for_callees(facts, info.calls, info.scope)):
                     continue
-                findings += KeyFlow(facts, info.scope, _block(info.node.body), _lax_loop_of(facts, info)).findings
+                findings += KeyFlow(facts, info.scope, _block(info.node.body), facts.lax_loop_of(info)).findings
         facts.derived["prng"] = findings
     return facts.derived["prng"]
 
@@ -862,16 +861,6 @@ def _lambda_calls(facts: ModuleFacts, info) -> list[cst.Call]:
     return [call for inner in facts.functions.values()
             if isinstance(inner.node, cst.Lambda) and facts.enclosing_function(inner.parent) is info
             for call in inner.calls]
-
-
-def _lax_loop_of(facts: ModuleFacts, info) -> str | None:
-    for call, bodies in facts.lax_body_args.items():
-        for body in bodies:
-            if facts.function_for(body, info.parent) is info:
-                name = facts.qualname(call.func, info.parent)
-                if name in LAX_LOOPS:
-                    return name
-    return None
 
 
 class _KeyRule(Rule):

@@ -71,6 +71,9 @@ class InPlaceUpdate(Rule):
         "import jax\n@jax.jit\ndef f(params):\n    params['layer']['w'][..., 0] = 0.0\n    return params\n",
     )
     valid = (
+        # a fori_loop's list carry: `val[1] = ...` sets an item of the list
+        "import jax\ndef series(z, n):\n    def body(i, val):\n        val[1] = val[1] * z\n        val[0] += val[1]\n"
+        "        return val\n    return jax.lax.fori_loop(1, n, body, [z, z])[0]\n",
         "import numpy as np\nnumpy_array = np.zeros((3, 3), dtype=np.float32)\nnumpy_array[1, :] = 1.0\n",
         "import jax.numpy as jnp\nx = jnp.zeros(3)\nx = x.at[0].set(1.0)\n",
         "import jax, jax.numpy as jnp\nr = jax.new_ref(jnp.zeros(3))\nr[0] = 1.0\n",
@@ -105,8 +108,21 @@ class InPlaceUpdate(Rule):
             return False  # `params["online"] = w`: a dict of the pytree, not an array
         base = target.value
         if isinstance(base, cst.Name):
-            return self.ctx.kind_of(base) == kinds.JAX
+            if self.ctx.kind_of(base) != kinds.JAX:
+                return False
+            # a loop body's carry is what the loop was started with (`fori_loop(..., [a, b])`: a
+            # list): only an index no list or dict takes proves it an array
+            return _array_index(target) if self._carry_as_received(base.value) else True
         return isinstance(base, cst.Subscript) and self._is_array_leaf(base) and _array_index(target)
+
+    def _carry_as_received(self, name: str) -> bool:
+        """A parameter of a `lax` loop body that the body does not rebind."""
+        function = self.ctx.function
+        owner = self.ctx.scope.lookup(name)
+        return (
+            function is not None and owner is function.scope and name in function.params and name not in owner.values
+            and self.ctx.facts.lax_loop_of(function) is not None
+        )
 
     def _is_array_leaf(self, node: cst.Subscript) -> bool:
         """An item reached by indexing containers: of a traced argument (a pytree whose leaves

@@ -831,6 +831,16 @@ class ModuleFacts:
         walk(self.module, _Blocks())
         return dead
 
+    def lax_loop_of(self, info: FunctionInfo) -> str | None:
+        """The `lax` loop (`jax.lax.fori_loop`, `scan`, ...) that `info` is the body of, if any."""
+        known = self.derived.setdefault("lax-loop-of", {})
+        if info.node not in known:
+            known[info.node] = next((
+                name for call, bodies in self.lax_body_args.items() for body in bodies
+                if self.function_for(body, info.parent) is info and (name := self.qualname(call.func, info.parent)) in LAX_LOOPS
+            ), None)
+        return known[info.node]
+
     def only_unstaged(self, info: FunctionInfo | None) -> bool:
         """`info` is transformed only by vmap or grad (which trace it anew on every call,
         running what does not depend on its arguments eagerly), applied in code that is not
