@@ -729,6 +729,10 @@ class JitInLoop(Rule):
         "        jax.jit(f)(y)\n",
     )
     valid = (
+        # jit(grad(f)) remade each iteration, but its static argument is new each time anyway
+        "import jax\ndef logl(model, kwargs):\n    return model(kwargs)\ndef test_models(models, kwargs):\n"
+        "    for make in models:\n        model = make()\n"
+        "        jax.jit(jax.grad(logl, argnums=1), static_argnums=0)(model, kwargs)\n",
         # another compiled program per iteration by design: the shardings come from the loop
         "import jax\ndef _shard(x):\n    return x\ndef place(modules, mesh):\n    for name, module in modules:\n"
         "        shardings = {'kernel': mesh[name]}\n"
@@ -859,15 +863,15 @@ class JitInLoop(Rule):
                 return
             if self.in_loop:
                 new_object = self._new_each_iteration(built)
-                if new_object:
+                if self._compiles_each_iteration(built, node):
+                    self.reported.add(built)  # a new static value or shape every iteration: it compiles anyway
+                elif new_object:
                     self._report(
                         built,
                         f"{self._transform_name(built)} of {new_object} built and called inside a loop: "
                         "a new function object every iteration",
                         function=self._function_node(built),
                     )
-                elif self._compiles_each_iteration(built, node):
-                    pass  # a new static value or shape every iteration: it compiles anyway
                 else:
                     static = any(a.keyword is not None and a.keyword.value.startswith("static_") for a in built.args)
                     retrace = "no retrace unless its static arguments change" if static else "no retrace"
