@@ -188,7 +188,7 @@ class KeyFlow:
         return state
 
     def _loop(self, statement, state: _State) -> _State:
-        rebound = assigned_names(statement.body) | _self_attributes_assigned(statement.body)
+        rebound = assigned_names(statement.body) | {a for a in _assigned_attributes(statement.body) if a.startswith("self.")}
         if isinstance(statement, cst.For):
             targets = _names_in(statement.target)
             rebound |= targets
@@ -544,13 +544,19 @@ def _self_attributes(target: cst.BaseExpression) -> set[str]:
     }
 
 
-def _self_attributes_assigned(block: cst.CSTNode) -> set[str]:
-    """`self.key` attributes that assignments in `block` rebind (not inside nested functions)."""
+def _assigned_attributes(block: cst.CSTNode) -> set[str]:
+    """`owner.attr` for each attribute that assignments in `block` set, tuple targets too
+    (`self.key, sub = split(self.key)`); not inside nested functions."""
     found: set[str] = set()
 
     class _Collect(Visitor):
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            found.update(_self_attributes(node.target))
+            target = node.target
+            items = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+            found.update(
+                f"{item.value.value}.{item.attr.value}"
+                for item in items if isinstance(item, cst.Attribute) and isinstance(item.value, cst.Name)
+            )
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
@@ -718,30 +724,16 @@ def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
     cache = facts.derived.setdefault("key-params", {})
     slot = (info.node, param)
     if slot not in cache:
-        if info.annotated_not_a_key(param) or _stores_attribute_of(info.node.body, param):
-            cache[slot] = False  # `rng._state = ...`: a generator object keeping its state, not a key
+        stored = any(a.startswith(param + ".") for a in _assigned_attributes(info.node.body))
+        if info.annotated_not_a_key(param) or stored:
+            # `rng._state = ...`: a generator object keeping its own state, not a key (a key
+            # is an immutable array; the project index judges the same)
+            cache[slot] = False
             return False
         cache[slot] = False  # a recursive call adds no draw of its own: the rest of the body decides
         flow = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param)
         cache[slot] = flow.param_consumed
     return cache[slot]  # type: ignore[return-value]
-
-
-def _stores_attribute_of(body: cst.CSTNode, name: str) -> bool:
-    """Does `body` assign an attribute of `name` (`name.attr = ...`)? A key is an immutable
-    array; what takes attribute stores is an object (the project index judges the same)."""
-    found = False
-
-    class _Collect(Visitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            nonlocal found
-            targets = [e.value for e in node.target.elements] if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
-            found = found or any(
-                isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == name for t in targets
-            )
-
-    walk(body, _Collect())
-    return found
 
 
 def _names_in(target: cst.BaseExpression) -> set[str]:
