@@ -929,6 +929,9 @@ class KeyReuse(_KeyRule):
         # annotated with a type no key has: `rng` is a graph variable, `key` a dict key
         "import jax\ndef lookup(graph, rng):\n    return jax.random.normal(rng)\n"
         "def clients(graph, rng: Variable):\n    return lookup(graph, rng), lookup(graph, rng)\n",
+        # a predicate that inspects whether a function takes a key does not draw from it
+        "import jax\ndef noise(fn, key, x):\n    if accepts_args(fn, key=key):\n        key, sub = jax.random.split(key)\n"
+        "        x = fn(x, key=sub)\n    return x + jax.random.gumbel(key, x.shape)\n",
         # `where`/`select` keeps one of the two draws for each element: no element sees both
         "import jax\ndef spot(key, square):\n    return jax.lax.select(square, jax.random.uniform(key, (2,)), jax.random.normal(key, (2,)))\n",
         # the object's key split and rebound before the next draw

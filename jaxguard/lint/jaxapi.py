@@ -111,12 +111,12 @@ KEY_PARAM = re.compile(r"^(key|rng|prng|prng_key|rng_key|seed_key|\w+_key|\w+_rn
 KEY_ANNOTATION = re.compile(r"Array|Key|ndarray|PRNG|Any|Tensor|Tree")
 # Calls that look at a key, or pass it through, without drawing from it: by qualified name
 # (array and tree utilities, printing, logging, device transfers) and by what their name
-# says (`is_prng_key(key)`, `check_key(key)`, `log(key)`).
+# says (`is_prng_key(key)`, `check_key(key)`, `log(key)`, `_accepts_args(fn, key=key)`).
 KEY_NEUTRAL_PREFIXES = (
     "builtins.", "jax.debug.", "jax.numpy.", "jax.tree_util.", "jax.tree.", "numpy.", "logging.",
     "jax.device_put", "jax.device_get", "jax.block_until_ready",
 )
-KEY_LOOKING = re.compile(r"^_?(is|has|check|assert|validate|print|log)(_|[A-Z]|$)")
+KEY_LOOKING = re.compile(r"^_?(is|has|check|assert|validate|print|log|accepts|supports|can)(_|[A-Z]|$)")
 
 # Methods of jax.Array (and of the pytree containers a traced argument is made of): on a
 # traced receiver their result is traced. Other methods are unknown (`model.dofs()`).
