@@ -202,7 +202,7 @@ class _Summariser:
         if any(_checks_x64(node) for node in tree.body):
             summary["x64"] = True
         summary["x64_then_imports"] = sorted({
-            target for node, _, _ in functions for target in self._imported_after_enabling_x64(node)
+            target for node, _, flat in functions for target in self._imported_after_enabling_x64(node, flat)
         })
         summary["imports_submodules"] = _imports_submodules(at_import.calls, self.qualify)
         for node in at_import_code:
@@ -237,12 +237,13 @@ class _Summariser:
         if target is not None:
             self.summary["aliases"][name] = target
 
-    def _imported_after_enabling_x64(self, function: ast.AST) -> list[str]:
+    def _imported_after_enabling_x64(self, function: ast.AST, flat: _Flat) -> list[str]:
         """Modules an entry point imports after it enables x64 (`main()` in a CLI: enable,
         then `from .commands import run`): their code runs with x64."""
-        enabled_at = min((node.lineno for node in ast.walk(function) if self._enables_x64(node)), default=None)
-        if enabled_at is None:
+        enabling = [node.lineno for node in [*flat.calls, *flat.assignments] if self._enables_x64(node)]
+        if not enabling:
             return []
+        enabled_at = min(enabling)
         later = [node for node in ast.walk(function) if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno > enabled_at]
         found: dict[str, str] = {}
         self._read_imports(later, found)
