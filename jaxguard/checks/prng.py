@@ -24,6 +24,7 @@ from jaxguard.lint.facts import (
     Scope,
     all_params,
     assigned_names,
+    call_tail,
     literal_int,
     literal_str,
     positional,
@@ -271,26 +272,27 @@ class KeyFlow:
 
     def _expression(self, node: cst.BaseExpression, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
         for item, inner in _calls_in_evaluation_order(node):
-            if isinstance(item, cst.IfExp):  # `a if c else b`: one arm runs, as for `if`
-                self._expression(item.test, state, shadowed | inner)
-                truth = self.facts.truth(item.test)
-                then, other = state.copy(), state.copy()
-                if truth is not False:
-                    self._expression(item.body, then, shadowed | inner)
-                if truth is not True:
-                    self._expression(item.orelse, other, shadowed | inner)
-                joined = _join(then if truth is not False else None, other if truth is not True else None)
-                state.consumed, state.rebound = joined.consumed, joined.rebound
-            elif (selected := _selects(item)) is not None:
-                test, first, second = selected
-                self._expression(test, state, shadowed | inner)
-                then, other = state.copy(), state.copy()
-                self._expression(first, then, shadowed | inner)
-                self._expression(second, other, shadowed | inner)
-                joined = _join(then, other)
-                state.consumed, state.rebound = joined.consumed, joined.rebound
-            else:
+            alternatives = self._alternatives(item)
+            if alternatives is None:
                 self._call(item, state, shadowed | inner)
+                continue
+            test, arms = alternatives
+            self._expression(test, state, shadowed | inner)
+            joined = None
+            for arm in arms:
+                branch = state.copy()
+                self._expression(arm, branch, shadowed | inner)
+                joined = _join(joined, branch)
+            state.consumed, state.rebound = joined.consumed, joined.rebound
+
+    def _alternatives(self, item) -> tuple[cst.BaseExpression, list[cst.BaseExpression]] | None:
+        """(test, the arms that may run) of `a if c else b` (a literal or constant test rules
+        one out) and of `jnp.where(c, a, b)` / `lax.select(c, a, b)`; None for other calls."""
+        if isinstance(item, cst.IfExp):
+            truth = self.facts.truth(item.test)
+            return item.test, [arm for arm, runs in ((item.body, truth is not False), (item.orelse, truth is not True)) if runs]
+        selected = _selects(item)
+        return (selected[0], list(selected[1:])) if selected is not None else None
 
     def _call(self, call: cst.Call, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
         name = self.facts.qualname(call.func, self.scope)
@@ -640,7 +642,7 @@ def _stores(call: cst.Call, qualified: str | None) -> bool:
     """A constructor (`State(rng=key)`), `dataclasses.replace`/`.replace(...)`, a container's
     `append`, a logger: the key is kept or shown, not drawn from."""
     func = call.func
-    tail = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
+    tail = call_tail(func) or ""
     if qualified is not None and (qualified.startswith("logging.") or qualified == "dataclasses.replace"):
         return True
     if tail in STORING_METHODS or (isinstance(func, cst.Attribute) and tail in LOGGING_METHODS):
@@ -656,8 +658,7 @@ def _samples(call: cst.Call) -> bool:
 def _is_clone(func: cst.BaseExpression) -> bool:
     """`jax.random.clone(key)` or a helper named for it (`test_utils.clone(key)`): an explicit,
     deliberate copy of a key, which does not consume it."""
-    tail = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
-    return tail == "clone"
+    return call_tail(func) == "clone"
 
 
 def _receiving_param(facts: ModuleFacts, callee, call: cst.Call, arg: cst.Arg) -> str | None:
@@ -724,15 +725,12 @@ def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
     cache = facts.derived.setdefault("key-params", {})
     slot = (info.node, param)
     if slot not in cache:
-        stored = any(a.startswith(param + ".") for a in _assigned_attributes(info.node.body))
-        if info.annotated_not_a_key(param) or stored:
-            # `rng._state = ...`: a generator object keeping its own state, not a key (a key
-            # is an immutable array; the project index judges the same)
-            cache[slot] = False
-            return False
         cache[slot] = False  # a recursive call adds no draw of its own: the rest of the body decides
-        flow = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param)
-        cache[slot] = flow.param_consumed
+        # `rng: Variable`, or `rng._state = ...` (a generator object keeping its own state):
+        # not a key (a key is an immutable array; the project index judges the same)
+        stored = any(a.startswith(param + ".") for a in _assigned_attributes(info.node.body))
+        if not info.annotated_not_a_key(param) and not stored:
+            cache[slot] = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param).param_consumed
     return cache[slot]  # type: ignore[return-value]
 
 
@@ -806,10 +804,8 @@ class _CallCollector(Visitor):
 def _selects(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression] | None:
     """`jnp.where(c, a, b)` / `lax.select(c, a, b)`: (c, a, b). Each element comes from one of
     `a` and `b`, so a key drawn from in both gives no element two draws of it."""
-    func = call.func
-    tail = func.attr.value if isinstance(func, cst.Attribute) else (func.value if isinstance(func, cst.Name) else "")
     args = call.args
-    if tail in ("where", "select") and len(args) == 3 and all(a.keyword is None and not a.star for a in args):
+    if call_tail(call.func) in ("where", "select") and len(args) == 3 and all(a.keyword is None and not a.star for a in args):
         return args[0].value, args[1].value, args[2].value
     return None
 
@@ -1078,7 +1074,8 @@ class KeyReusedInLoop(_KeyRule):
         "import jax\ndef noise(key):\n    return jax.random.normal(key)\ndef train(n):\n    key = jax.random.key(0)\n"
         "    for _ in range(n):\n        noise(key)\n",
         # one key for every leaf of a pytree
-        "import jax\ndef perturb(params, key):\n    return jax.tree.map(lambda p: p + jax.random.normal(key, p.shape), params)\n",        # the object's key drawn from on every pass, never rebound
+        "import jax\ndef perturb(params, key):\n    return jax.tree.map(lambda p: p + jax.random.normal(key, p.shape), params)\n",
+        # the object's key drawn from on every pass, never rebound
         "import jax\nclass Game:\n    def update(self, events):\n        for event in events:\n"
         "            self.play(jax.random.normal(self.rng))\n",
     )

@@ -862,10 +862,11 @@ class JitInLoop(Rule):
                 self.reported.add(built)  # judged here: not again as a jit built in a loop
                 return
             if self.in_loop:
-                new_object = self._new_each_iteration(built)
                 if self._compiles_each_iteration(built, node):
-                    self.reported.add(built)  # a new static value or shape every iteration: it compiles anyway
-                elif new_object:
+                    # a new static value or shape every iteration: it compiles anyway (judged
+                    # here: not again as a jit built in a loop)
+                    self.reported.add(built)
+                elif new_object := self._new_each_iteration(built):
                     self._report(
                         built,
                         f"{self._transform_name(built)} of {new_object} built and called inside a loop: "
@@ -1639,9 +1640,7 @@ def _registered(facts, class_name: str) -> bool:
 
         class _Collect(Visitor):
             def visit_Call(self, call: cst.Call) -> None:
-                func = call.func
-                tail = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
-                if isinstance(tail, str) and "register" in tail.lower():
+                if "register" in (call_tail(call.func) or "").lower():
                     registered.update(a.value.value for a in call.args if isinstance(a.value, cst.Name))
 
         walk(facts.module, _Collect())
