@@ -272,38 +272,37 @@ def _differences(working, reference, rtol, atol, spread=None):
     return diff, jnp.where(diff == 0, 0.0, diff / (atol + rtol * scale))
 
 
-# Reductions whose rounding error grows with the number and size of the terms they add.
-_SUMMING = frozenset({P.dot_general_p, P.reduce_sum_p, P.cumsum_p, P.conv_general_dilated_p})
-
-
 def _reduction_spread(eqn, wide_inputs):
     """For a sum over K terms: sqrt(K) times the same reduction of the terms' magnitudes
     (`|a| @ |b|` for a matmul), in float64. A float32 dot product's error is about
     sqrt(K) * eps * sum|a_i b_i| (K eps in the worst case), so holding it to eps times its
-    result fails correct matmuls whose outputs cancel (N(0,1) inputs, K = 256 and up)."""
-    if eqn.primitive.name == "pallas_call":
-        terms = _kernel_terms(eqn)
-        if terms <= 1 or not all(is_inexact(v.aval.dtype) for v in eqn.invars):
-            return None
-        # a bound for kernels that sum products (a matmul, an accumulation over the grid)
-        return float(np.sqrt(terms)) * jnp.abs(apply_wide(eqn, [jnp.abs(x) for x in wide_inputs])[0])
-    if eqn.primitive not in _SUMMING or not all(is_inexact(v.aval.dtype) for v in eqn.invars):
-        return None
-    params = eqn.params
-    if eqn.primitive is P.dot_general_p:
-        (contracting, _), _ = params["dimension_numbers"]  # lhs's contracting dimensions
-        terms = int(np.prod([eqn.invars[0].aval.shape[d] for d in contracting]))
-    elif eqn.primitive is P.reduce_sum_p:
-        terms = int(np.prod([eqn.invars[0].aval.shape[d] for d in params["axes"]]))
-    elif eqn.primitive is P.cumsum_p:
-        terms = int(eqn.invars[0].aval.shape[params["axis"]])
-    else:  # convolution: the kernel's window times its input features
-        rhs = eqn.invars[1].aval.shape
-        terms = int(np.prod(rhs)) // max(1, int(rhs[params["dimension_numbers"].rhs_spec[0]]))
-    if terms <= 1:
+    result fails correct matmuls whose outputs cancel (N(0,1) inputs, K = 256 and up). A
+    Pallas kernel is bounded the same way, as a sum of products (a matmul, an accumulation
+    over the grid): its run on the magnitudes may come out negative, hence the abs."""
+    terms = _summed_terms(eqn)
+    if terms <= 1 or not all(is_inexact(v.aval.dtype) for v in eqn.invars):
         return None
     magnitudes = apply_wide(eqn, [jnp.abs(x) for x in wide_inputs], working=True)[0]
-    return float(np.sqrt(terms)) * magnitudes
+    return float(np.sqrt(terms)) * jnp.abs(magnitudes)
+
+
+def _summed_terms(eqn) -> int:
+    """How many terms one output element of `eqn` adds up (1 for what is not a sum): the
+    reductions whose rounding error grows with the number and size of what they add."""
+    params = eqn.params
+    if eqn.primitive.name == "pallas_call":
+        return _kernel_terms(eqn)
+    if eqn.primitive is P.dot_general_p:
+        (contracting, _), _ = params["dimension_numbers"]  # lhs's contracting dimensions
+        return int(np.prod([eqn.invars[0].aval.shape[d] for d in contracting]))
+    if eqn.primitive is P.reduce_sum_p:
+        return int(np.prod([eqn.invars[0].aval.shape[d] for d in params["axes"]]))
+    if eqn.primitive is P.cumsum_p:
+        return int(eqn.invars[0].aval.shape[params["axis"]])
+    if eqn.primitive is P.conv_general_dilated_p:  # the kernel's window times its input features
+        rhs = eqn.invars[1].aval.shape
+        return int(np.prod(rhs)) // max(1, int(rhs[params["dimension_numbers"].rhs_spec[0]]))
+    return 1
 
 
 def _kernel_terms(eqn) -> int:
@@ -326,14 +325,8 @@ def _kernel_terms(eqn) -> int:
 def _largest_sum(jaxpr, repeats: int = 1) -> int:
     largest = 1
     for inner in jaxpr.eqns:
-        if inner.primitive is P.dot_general_p:
-            (contracting, _), _ = inner.params["dimension_numbers"]
-            terms = int(np.prod([inner.invars[0].aval.shape[d] for d in contracting]))
-        elif inner.primitive is P.reduce_sum_p:
-            terms = int(np.prod([inner.invars[0].aval.shape[d] for d in inner.params["axes"]]))
-        else:
-            terms = 1
-        largest = max(largest, terms * repeats)
+        if inner.primitive in (P.dot_general_p, P.reduce_sum_p):
+            largest = max(largest, _summed_terms(inner) * repeats)
         times = repeats * (int(inner.params["length"]) if inner.primitive is P.scan_p else 1)
         for body in jcore.jaxprs_in_params(inner.params):
             largest = max(largest, _largest_sum(body, times))
@@ -470,10 +463,8 @@ class _Instrumenter:
     def _kernel_in_float64(self, eqn, sin):
         """A Pallas kernel's float64 run, or None (not a kernel, or one that cannot be
         rebuilt in float64: then it runs in its working dtype and is listed unchecked)."""
-        if eqn.primitive.name != "pallas_call":
-            return None
         try:
-            return kernel_in_float64(eqn, sin)
+            return kernel_in_float64(eqn, sin)  # None for what is not a Pallas call
         except Exception as error:  # a kernel feature the float64 rebuild does not carry
             self.kernel_errors[id(eqn)] = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
             return None
