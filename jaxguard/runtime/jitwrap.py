@@ -424,7 +424,6 @@ def _outer_frames(limit: int = 4) -> list:
     return out
 
 
-
 def take_unread():
     pending = getattr(_unread, "call", None)
     _unread.call = None
