@@ -106,6 +106,7 @@ X64_MODULE = "import jax.numpy as jnp\ndef f(x):\n    return x.astype(jnp.float6
 @pytest.mark.parametrize("where", [
     "init", "config-imported-by-init", "imported-module", "star-imported-by-init",
     "imports-a-module-requiring-x64", "init-warns-without-x64", "cli-enables-then-imports", "init-imports-every-submodule",
+    "imports-a-module-that-imports-an-enabling-one-when-called",
 ])
 def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
     enable = "import jax\njax.config.update('jax_enable_x64', True)\n"
@@ -135,6 +136,10 @@ def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
             "    importlib.import_module(info.name)\n"
         )
         files["pkg/family.py"] = enable
+    elif where == "imports-a-module-that-imports-an-enabling-one-when-called":  # a solver chosen at run time
+        files["pkg/solvers.py"] = "def pick(name):\n    if name == 'gpu':\n        from pkg import gpu_solver\n        return gpu_solver\n"
+        files["pkg/gpu_solver.py"] = "try:\n    " + enable.replace("\n", "\n    ").rstrip() + "\nexcept ImportError:\n    pass\n"
+        files["pkg/ops.py"] = "from pkg import solvers\n" + X64_MODULE
     else:
         files["pkg/setup.py"] = enable
         files["pkg/ops.py"] = "from pkg import setup\n" + X64_MODULE
@@ -150,6 +155,28 @@ def test_x64_enabled_only_in_an_unrelated_module_does_not_count(tmp_path):
         "scripts/run64.py": "import jax\njax.config.update('jax_enable_x64', True)\n",
     })
     assert ("pkg/ops.py", "JG903") in found(root, ".")
+
+
+def test_x64_enabled_by_a_package_module_nothing_imports_does_not_count(tmp_path):
+    # a workflow script shipped in the package: the library's own modules never load it
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/ops.py": X64_MODULE,
+        "pkg/workflows/__init__.py": "",
+        "pkg/workflows/run64.py": "import jax\njax.config.update('jax_enable_x64', True)\nfrom pkg.ops import f\n",
+    })
+    assert ("pkg/ops.py", "JG903") in found(root, ".")
+
+
+def test_a_folder_without_init_inside_a_package_is_its_namespace_subpackage(tmp_path):
+    # `pkg/utilities/dists.py` is `pkg.utilities.dists`: importing it runs pkg/__init__.py first
+    files = {"pkg/__init__.py": "import jax\njax.config.update('jax_enable_x64', True)\n", "pkg/utilities/dists.py": X64_MODULE}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert ("pkg/utilities/dists.py", "JG903") not in found(make(tmp_path / "a", files), ".")
+    # a folder without `__init__.py` outside any package is no part of it
+    files = {"pkg/__init__.py": files["pkg/__init__.py"], "tools/dists.py": X64_MODULE}
+    assert ("tools/dists.py", "JG903") in found(make(tmp_path / "b", files), ".")
 
 
 def test_x64_enabled_in_a_function_after_its_imports_does_not_count(tmp_path):

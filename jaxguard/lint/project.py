@@ -158,12 +158,25 @@ def module_name(path: Path) -> tuple[str, bool]:
     is_package = path.name == "__init__.py"
     parts = [] if is_package else [path.name.split(".")[0]]
     folder = path.parent
-    while (folder / "__init__.py").exists() and folder != folder.parent:
+    test = is_test_file(path.name)
+    while folder != folder.parent and ((folder / "__init__.py").exists() or (not test and _namespace_in_package(folder))):
         parts.insert(0, folder.name)
         folder = folder.parent
     if is_package and not parts:
         parts = [path.parent.name]
     return ".".join(parts), is_package
+
+
+def _namespace_in_package(folder: Path, depth: int = 3) -> bool:
+    """A folder without `__init__.py` inside a regular package (`pkg/utilities/` under
+    `pkg/__init__.py`): Python imports it as the namespace package `pkg.utilities`. A test
+    folder is not one: pytest imports the tests in it by their own names."""
+    if not folder.name.isidentifier() or folder.name in ("tests", "test"):
+        return False
+    parent = folder.parent
+    if (parent / "__init__.py").exists():
+        return True
+    return depth > 1 and parent != parent.parent and _namespace_in_package(parent, depth - 1)
 
 
 class ProjectIndex:
@@ -311,7 +324,9 @@ class ProjectIndex:
         or a module it imports (transitively)."""
         importers: dict[str, set[str]] = {}
         for module, summary in self.summaries.items():
-            for target in [*summary["imports"].values(), *summary["star_imports"]]:
+            # an import inside a function counts: once it has run, x64 is on (a solver
+            # interface that enables it, imported when that solver is chosen)
+            for target in [*summary["imports"].values(), *summary["star_imports"], *summary["lazy_imports"]]:
                 imported = self.module_of(target)
                 while imported:  # importing a.b.c runs a/__init__, a/b/__init__ too
                     if imported in self.summaries and imported != module:

@@ -51,7 +51,7 @@ _X64_VALUES = (True, 1, "1", "true", "True")
 
 def empty_summary() -> dict:
     return {
-        "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "imports_submodules": False, "marks": [], "functions": {}, "static_fields": {},
+        "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "imports_submodules": False, "lazy_imports": [], "marks": [], "functions": {}, "static_fields": {},
         "fields": [], "aliases": {}, "module_calls": [],
     }
 
@@ -205,6 +205,7 @@ class _Summariser:
             target for node, _, flat in functions for target in self._imported_after_enabling_x64(node, flat)
         })
         summary["imports_submodules"] = _imports_submodules(at_import.calls, self.qualify)
+        summary["lazy_imports"] = sorted({target for _, _, flat in functions for target in self._local_imports(flat).values()})
         for node in at_import_code:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self._alias(node.targets[0].id, node.value)
