@@ -40,6 +40,9 @@ class IteratorInTraced(Rule):
         "import jax.numpy as jnp\nfrom jax import lax\niter_operand = iter(range(10))\nlax.cond(True, lambda x: next(x)+1, lambda x: next(x)-1, iter_operand)\n",
         "import jax\nfrom jax import make_jaxpr\ndef func11(arr, extra):\n    return arr\nmake_jaxpr(func11)(iter(range(16)), 5.)\n",
         "import jax\nbatches = iter([1.0, 2.0])\n@jax.jit\ndef f(x):\n    return x + next(batches)\n",
+        # made by a function that runs once; the jitted function it builds keeps its code
+        "import jax\ndef build(xs):\n    tiles = iter(xs)\n    @jax.jit\n    def step(x):\n        return x + next(tiles)\n"
+        "    return step\n",
     )
     valid = (
         # unpacked at the call: the jitted function receives the arrays, not the generator
@@ -48,6 +51,9 @@ class IteratorInTraced(Rule):
         "import jax\n@jax.jit\ndef f(xs):\n    total = 0.0\n    for x in iter(xs):\n        total = total + x\n    return total\n",
         "batches = iter([1, 2, 3])\nfirst = next(batches)\n",
         "import jax\n@jax.jit\ndef f(pairs):\n    it = iter(pairs)\n    a = next(it)\n    return a\n",
+        # made where a lax.cond branch is traced, on every run of the maker: Python unrolling
+        "import jax\nfrom jax import lax\ndef body(x, flag):\n    tiles = (x * i for i in range(3))\n    first = next(tiles)\n"
+        "    def rescale():\n        return first + next(tiles)\n    return lax.cond(flag, rescale, lambda: first)\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -64,12 +70,22 @@ class IteratorInTraced(Rule):
                 self.report(operand, self.message.format(what="iterator passed to a traced function"))
 
     def _local(self, name: str) -> bool:
-        """Bound in the traced function itself (params of lax bodies are operands, checked at the call)."""
+        """Made while tracing: in the traced function itself, in an enclosing function that
+        is traced too, or in one that traces this function in place, as a lax body (a
+        generator made in a kernel body, drawn from in a `lax.cond` branch it defines): each
+        trace makes a new one, and drawing from it is Python unrolling. Params of lax bodies
+        are operands, checked at the call."""
         owner = self.ctx.scope.lookup(name)
-        function = self.ctx.function
-        if owner is None or function is None:
+        maker = owner.function if owner is not None else None
+        if maker is None or (name in maker.params and not maker.params_traced):
             return False
-        return owner is function.scope and (name not in function.params or function.params_traced)
+        function = self.ctx.function
+        while function is not maker:
+            # a jitted function keeps its code: a second call draws nothing
+            if function is None or not (maker.traced or function.traced_by.startswith("jax.lax.")):
+                return False
+            function = self.ctx.facts.enclosing_function(function.parent)
+        return True
 
     def _operands(self, call: cst.Call) -> list[cst.BaseExpression]:
         ctx = self.ctx

@@ -462,6 +462,14 @@ class TracedReadsMutableGlobal(Rule):
         "    def _build(self, n):\n        self.index = list(range(n))\n"
         "    @partial(jax.jit, static_argnums=0)\n    def at(self, x):\n        return x * len(self.index)\n"
         "g = Grid(3)\ng._build(4)\n",
+        # the same helper called from outside too: the attribute changes between calls
+        "import jax\nfrom functools import partial\nclass Solver:\n    def __init__(self, bc_fn):\n        self.bc_fn = bc_fn\n"
+        "    def update_bcs(self, args):\n        self.bcs = self.bc_fn(args)\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def step(self, x, args):\n        self.update_bcs(args)\n"
+        "        return x * self.bcs\ns = Solver(abs)\ns.update_bcs(2.0)\n",
+        # reset elsewhere: not only made on first use
+        "import jax\n_comm = None\ndef default_comm():\n    global _comm\n    if _comm is None:\n        _comm = object()\n"
+        "    return _comm\ndef reset():\n    global _comm\n    _comm = None\n@jax.jit\ndef f(x):\n    comm = _comm\n    return x\n",
     )
     valid = (
         # a decorator's arguments are read where the `def` runs, not inside the trace
@@ -490,6 +498,14 @@ class TracedReadsMutableGlobal(Rule):
         "import jax\nfrom functools import partial\nclass Config:\n    def __init__(self, n):\n        self.n = n\n"
         "    def __hash__(self):\n        return hash(self.n)\n    def __eq__(self, other):\n        return self.n == other.n\n"
         "    @partial(jax.jit, static_argnums=0)\n    def run(self, x):\n        return x * self.n\nc = Config(2)\nc.n = 3\n",
+        # a singleton made on first use and kept: set once, never changed
+        "import jax\n_comm = None\ndef default_comm():\n    global _comm\n    if _comm is None:\n        _comm = object()\n"
+        "    return _comm\n@jax.jit\ndef f(x):\n    comm = _comm\n    return x\n",
+        # an attribute set by a helper that only the jitted method calls, inside each trace
+        "import jax\nfrom functools import partial\nclass Solver:\n    def __init__(self, bc_fn):\n        self.bc_fn = bc_fn\n"
+        "    def update_bcs(self, args):\n        self.bcs = self.bc_fn(args)\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def step(self, x, args):\n        self.update_bcs(args)\n"
+        "        return x * self.bcs\n",
         # make_jaxpr traces on every call: nothing is cached, nothing goes stale
         "import jax\nscale = 1.0\ndef f(x):\n    return x * scale\nprint(jax.make_jaxpr(f)(1.0))\nscale = 2.0\n"
         "print(jax.make_jaxpr(f)(1.0))\n",
@@ -558,7 +574,7 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
     cache[class_scope.node] = found
     if "__hash__" in class_scope.defs:
         return found
-    building = _construction_methods(facts, class_scope)
+    building = _construction_methods(facts, class_scope) | _called_only_while_tracing(facts, class_scope)
     for method in class_scope.defs.values():
         if method.name in building or not method.params:
             continue
@@ -586,9 +602,7 @@ def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
     referred to nowhere else in the module): what they assign is set while building."""
     building = set(_CONSTRUCTORS) & set(class_scope.defs)
     inside = {name: _attribute_reads(class_scope.defs[name].node) for name in class_scope.defs}
-    everywhere = facts.derived.get("attribute-reads")
-    if everywhere is None:
-        everywhere = facts.derived["attribute-reads"] = _attribute_reads(facts.module)
+    everywhere = _module_attribute_reads(facts)
     grew = True
     while grew:
         grew = False
@@ -600,6 +614,39 @@ def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
                 building.add(name)
                 grew = True
     return building
+
+
+def _called_only_while_tracing(facts: ModuleFacts, class_scope) -> set[str]:
+    """Methods called only from the class's traced methods (`self.update_bcs(args)` at the
+    start of a jitted `update`): what they assign is set inside each trace, then read there."""
+    everywhere = _module_attribute_reads(facts)
+    in_traces = facts.derived.get("attribute-reads-in-traces")
+    if in_traces is None:
+        in_traces = facts.derived["attribute-reads-in-traces"] = {}
+        for info in facts.functions.values():
+            if info.traced and not _within_traced(facts, info):  # outermost: nested ones are counted in it
+                for name, count in _attribute_reads(info.node).items():
+                    in_traces[name] = in_traces.get(name, 0) + count
+    return {
+        name for name in class_scope.defs
+        if everywhere.get(name, 0) and in_traces.get(name, 0) == everywhere[name]
+    }
+
+
+def _within_traced(facts: ModuleFacts, info: FunctionInfo) -> bool:
+    outer = facts.enclosing_function(info.parent)
+    while outer is not None:
+        if outer.traced:
+            return True
+        outer = facts.enclosing_function(outer.parent)
+    return False
+
+
+def _module_attribute_reads(facts: ModuleFacts) -> dict[str, int]:
+    everywhere = facts.derived.get("attribute-reads")
+    if everywhere is None:
+        everywhere = facts.derived["attribute-reads"] = _attribute_reads(facts.module)
+    return everywhere
 
 
 def _attribute_reads(node: cst.CSTNode) -> dict[str, int]:
@@ -953,6 +1000,9 @@ class TracedMutatesOuterContainer(Rule):
         "        return buffer_state, new\n    return step\n",
         # the jitted function's own dict argument, updated and returned
         "import jax\n@jax.jit\ndef update(params, grads):\n    params['online'] = params['online'] - grads\n    return params\n",
+        # ... or handed back inside the state it rebuilds
+        "import jax\n@jax.jit\ndef update(state, model_vars, new_params):\n    model_vars.update(params=new_params)\n"
+        "    return state.replace(model_vars=model_vars, step=state.step + 1)\n",
         # a module's function named like a list method
         "import jax\nimport numpy as onp\n@jax.jit\ndef f(x):\n    onp.append([1.0], 2.0)\n    return x\n",
         # a while_loop body's carry, changed through an alias and returned (lineax's lsmr)
@@ -1089,6 +1139,24 @@ def _names_and_paths(value: cst.BaseExpression | None) -> set[str]:
     return {path for item in items if item is not None and (path := dotted_name(item)) is not None}
 
 
+def _returned_whole(value: cst.BaseExpression | None) -> set[str]:
+    """What a returned expression hands over whole: `state`, `(params, state)`, and the
+    containers it rebuilds a value from (`state.replace(model_vars=model_vars)`,
+    `{"params": params}`, `TrainState(params)`)."""
+    found = _names_and_paths(value)
+    if isinstance(value, (cst.Tuple, cst.List)):
+        parts = [e.value for e in value.elements]
+    elif isinstance(value, cst.Dict):
+        parts = [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    elif isinstance(value, cst.Call):
+        parts = [arg.value for arg in value.args]
+    else:
+        parts = []
+    for part in parts:
+        found |= _returned_whole(part)
+    return found
+
+
 def _returned_names(function: FunctionInfo) -> set[str]:
     """Names (and attribute paths: `data.rng`) a function returns, alone or in a returned
     tuple or list, and the names they alias (`st = loop_state ... return st`)."""
@@ -1097,7 +1165,7 @@ def _returned_names(function: FunctionInfo) -> set[str]:
 
     class _Collect(Visitor):
         def visit_Return(self, node: cst.Return) -> None:
-            returned.update(_names_and_paths(node.value))
+            returned.update(_returned_whole(node.value))
 
         def visit_Assign(self, node: cst.Assign) -> None:
             if isinstance(node.value, (cst.Name, cst.Attribute, cst.Tuple, cst.List)):
@@ -1179,18 +1247,25 @@ class TraceTimeConstant(Rule):
         "import jax, time\n@jax.jit\ndef f(x):\n    return x * time.time()\n",
         "import jax, os\n@jax.jit\ndef f(x):\n    return x * float(os.environ['SCALE'])\n",
         "import jax, random\n@jax.jit\ndef f(x):\n    return x * random.random()\n",
+        # a helper the jitted function calls reads the environment at trace time
+        "import os\nimport jax\nimport jax.numpy as jnp\ndef get_dtype():\n    return jnp.float32 if os.getenv('P') == 'f32' else jnp.float64\n"
+        "@jax.jit\ndef f(x):\n    return x.astype(get_dtype())\n",
     )
     valid = (
         "import jax\n@jax.jit\ndef f(key, x):\n    return x + jax.random.normal(key, x.shape)\n",
         "import time\nimport numpy as np\nstart = time.time()\nnoise = np.random.rand(3)\n",
         "import jax\nfrom jax import random\n@jax.jit\ndef f(key):\n    return random.uniform(key)\n",
+        # memoized: the author wants the environment read once, traced or not
+        "import functools\nimport os\nimport jax\nimport jax.numpy as jnp\n@functools.cache\ndef get_dtype():\n"
+        "    return jnp.float32 if os.getenv('P') == 'f32' else jnp.float64\n"
+        "@jax.jit\ndef f(x):\n    return x.astype(get_dtype())\n",
         # a host callback defined inside jit runs on every call
         "import jax, time\n@jax.jit\ndef f(x):\n    def dump(v):\n        with open(f'{time.time_ns()}.txt', 'w') as out:\n"
         "            out.write(str(v))\n    jax.debug.callback(dump, x)\n    return x\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self.ctx.in_traced:
+        if not self._frozen_here():
             return
         name = self.ctx.qualname(node.func)
         if name is None:
@@ -1200,6 +1275,10 @@ class TraceTimeConstant(Rule):
         elif name.startswith(TRACE_TIME_PREFIXES):
             self.report(node, self.message.format(what=name.replace("numpy.", "np.") + "()"))
 
+    def _frozen_here(self) -> bool:
+        """Traced, and not memoized: a `functools.cache` function runs once by design."""
+        return self.ctx.in_traced and not self.ctx.facts.memoized(self.ctx.function)
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if self.ctx.in_traced and self.ctx.qualname(node.value) == "os.environ":
+        if self._frozen_here() and self.ctx.qualname(node.value) == "os.environ":
             self.report(node, self.message.format(what="os.environ"))

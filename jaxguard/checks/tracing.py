@@ -1308,6 +1308,8 @@ class UnhashableStaticArg(Rule):
         total(1.0, axes=(0, 1))
     """
     invalid = (
+        # ... over one axis, an array
+        "import jax\nimport numpy as np\ndef f(x, n):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, np.prod([[2, 3]], axis=0))\n",
         "import jax\ndef f(x, dims):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, [1, 2])\n",
         "import jax\ndef f(x, cfg):\n    return x\njax.jit(f, static_argnums=1)(1.0, {'a': 1})\n",
         "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n"
@@ -1321,6 +1323,8 @@ class UnhashableStaticArg(Rule):
         "    def __hash__(self):\n        return hash((self.x, self.mul))\n",
     )
     valid = (
+        # a NumPy reduction over every axis is a NumPy scalar: hashable
+        "import jax\nimport numpy as np\ndef f(x, n):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, np.prod([2, 3], dtype=int))\n",
         # a parameter with a default that no caller passes keeps its (hashable) default
         "import jax\nfrom functools import partial\ndef train(x, use_exact):\n    def loss(v, exact=use_exact):\n"
         "        return _loss(v, exact)\n    @partial(jax.jit, static_argnums=(1,))\n    def _loss(v, exact):\n"

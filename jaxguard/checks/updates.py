@@ -62,6 +62,8 @@ class InPlaceUpdate(Rule):
         `x = ...` would make it local and raise UnboundLocalError), are reported without a fix.
     """
     invalid = (
+        # annotated as an array, not named as a Ref: an array
+        "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef f(x: jnp.ndarray):\n    x[0] = 1.0\n    return x\n",
         "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.0\n",
         "import jax.numpy as jnp\ndef f():\n    y = jnp.ones((2, 2))\n    y[:, 1] *= 2\n    return y\n",
         "import jax\n@jax.jit\ndef f(x):\n    x[0] = 0.0\n    return x\n",
@@ -71,6 +73,10 @@ class InPlaceUpdate(Rule):
         "import jax\n@jax.jit\ndef f(params):\n    params['layer']['w'][..., 0] = 0.0\n    return params\n",
     )
     valid = (
+        # a Pallas kernel's output Ref annotated as an array, passed to a wrapper of pallas_call
+        "import jax\nimport jax.numpy as jnp\nfrom mylib import pallas_call\n"
+        "def kernel(x_ref: jnp.ndarray, out_ref: jnp.ndarray):\n    out_ref[...] = x_ref[...]\n    out_ref[...] += 1\n"
+        "@jax.jit\ndef f(x):\n    return pallas_call(kernel, out_shape=x)(x)\n",
         # a fori_loop's list carry: `val[1] = ...` sets an item of the list
         "import jax\ndef series(z, n):\n    def body(i, val):\n        val[1] = val[1] * z\n        val[0] += val[1]\n"
         "        return val\n    return jax.lax.fori_loop(1, n, body, [z, z])[0]\n",
@@ -256,8 +262,15 @@ class DiscardedFunctionalUpdate(Rule):
         "import jax.numpy as jnp\ndef f(x):\n    jnp.sort(x)\n    return x\n",
         "import jax.numpy as jnp\nv = jnp.arange(4)\nv.sort()\n",
         "import jax.numpy as jnp\ndef f(a):\n    jnp.clip(a, 0, 1)\n    return a\n",
+        # in a Pallas module, an array the code made is still an array
+        "import jax.numpy as jnp\nfrom jax.experimental import pallas as pl\ndef f(x):\n    acc = jnp.zeros(3)\n"
+        "    acc.at[0].set(x)\n    return acc\n",
     )
     valid = (
+        # a Pallas Ref's `.at[...]` is a view: `.set` stores into the buffer
+        "import jax\nfrom jax.experimental import pallas as pl\ndef kernel(x_ref, o_ref, scratch):\n"
+        "    scratch.at[0:2].set(x_ref[0:2])\n    o_ref.at[0:2].set(scratch[0:2])\n"
+        "def f(x):\n    return pl.pallas_call(kernel, out_shape=x)(x)\n",
         "import jax.numpy as jnp\nx = jnp.zeros(3)\nx = x.at[0].set(1.0)\n",
         "import numpy as np\nv = np.arange(4)\nv.sort()\n",
         "import jax\nimport jax.numpy as jnp\nx = jnp.ones(3)\njax.block_until_ready(x)\nx.block_until_ready()\n",
@@ -274,7 +287,8 @@ class DiscardedFunctionalUpdate(Rule):
         func = call.func
         updated = kinds.at_update_base(call, AT_OPS)
         if updated is not None:
-            self._report(node, call, updated, fixable=True)
+            if not self._may_be_ref(updated):
+                self._report(node, call, updated, fixable=True)
             return
         if isinstance(func, cst.Attribute) and func.attr.value == "sort" and ctx.kind_of(func.value) == kinds.JAX:
             self._report(node, call, func.value, fixable=True)
@@ -290,6 +304,12 @@ class DiscardedFunctionalUpdate(Rule):
             self._report(node, call, first, fixable=True)
         else:  # a comparison or computation: nothing it returns is an update of its input
             self.report(call, self.message_pure.format(call=self.ctx.code(call.func).strip() + "(...)"))
+
+    def _may_be_ref(self, updated: cst.BaseExpression) -> bool:
+        """A Ref's `.at[i].set(v)` stores in place: a Ref, or in a module that uses Pallas
+        anything not proven an array."""
+        kind = self.ctx.kind_of(updated)
+        return kind == kinds.REF or (kind != kinds.JAX and self.ctx.facts.imports_pallas)
 
     def _displayed(self, node: cst.Expr) -> bool:
         """A notebook cell's last expression is shown as the cell's output: not discarded."""

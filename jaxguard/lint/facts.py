@@ -28,6 +28,7 @@ from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here
     JIT_TRANSFORMS,
     LAX_BODIES,
     LAX_LOOPS,
+    MEMOIZERS,
     REF_KERNEL_TAKERS,
     SHARD_MAPS,
     TRACING_TRANSFORMS,
@@ -404,6 +405,19 @@ def _literal_truth(test: cst.BaseExpression) -> bool | None:
     return None
 
 
+def _tests_unset(test: cst.BaseExpression, name: str) -> bool:
+    """`name is None` or `not name`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return isinstance(test.expression, cst.Name) and test.expression.value == name
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        return (
+            isinstance(test.left, cst.Name) and test.left.value == name and isinstance(target.operator, cst.Is)
+            and isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
+        )
+    return False
+
+
 def target_name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, cst.Name):
         return [target]
@@ -423,6 +437,8 @@ class _Collector(Visitor):
         self.module_compound_depth = 0
         self.module_loop_depth = 0
         self.eager_blocks: list[bool] = []  # per enclosing `with`: is it `jax.disable_jit()`?
+        self.if_blocks: list[tuple[cst.BaseExpression, bool]] = []  # per enclosing `if`: its test, in its body?
+        self.if_orelse: list[cst.CSTNode | None] = []
         self.events = 0  # module-level bindings and definitions seen so far
 
     @property
@@ -436,7 +452,8 @@ class _Collector(Visitor):
     def _bind_value(self, name: str, value: cst.BaseExpression | None) -> None:
         scope = self.scope
         if name in scope.declared_global:
-            self.facts.globals_assigned_in_functions.add(name)
+            if not self._initialises(name):
+                self.facts.globals_assigned_in_functions.add(name)
             scope = scope.module
         scope.values.setdefault(name, []).append(value)
         if self.scope.kind == "module":
@@ -516,7 +533,20 @@ class _Collector(Visitor):
     def leave_While(self, original_node: cst.While) -> None:
         self._leave_compound(loop=True)
 
+    def _initialises(self, name: str) -> bool:
+        """A binding in the body of `if name is None:` (or `if not name:`): a lazily made
+        singleton (`global _comm; if _comm is None: _comm = make()`), set once and kept."""
+        return any(in_body and _tests_unset(test, name) for test, in_body in self.if_blocks)
+
+    def visit_Else(self, node: cst.Else) -> None:
+        if self.if_blocks and self.if_orelse[-1] is node:
+            self.if_blocks[-1] = (self.if_blocks[-1][0], False)
+
     def visit_If(self, node: cst.If) -> None:
+        if self.if_blocks and self.if_orelse[-1] is node:  # an `elif`: its parent's else branch
+            self.if_blocks[-1] = (self.if_blocks[-1][0], False)
+        self.if_blocks.append((node.test, True))
+        self.if_orelse.append(node.orelse)
         self._enter_compound()
         if _literal_truth(node.test) is not None:
             self.facts.maybe_dead = True
@@ -530,6 +560,8 @@ class _Collector(Visitor):
             self.facts.maybe_dead = True  # code after a `return` or `raise`
 
     def leave_If(self, original_node: cst.If) -> None:
+        self.if_blocks.pop()
+        self.if_orelse.pop()
         self._leave_compound()
 
     def visit_Try(self, node: cst.Try) -> None:
@@ -720,6 +752,15 @@ class ModuleFacts:
                         found.add(target.node)
         return found
 
+    def memoized(self, info: FunctionInfo) -> bool:
+        """Decorated with `functools.cache`/`lru_cache`: its body runs once per arguments by
+        design, traced or not (a dtype read from the environment, computed once)."""
+        for decorator in info.decorators:
+            expr = decorator.decorator
+            if self.qualname(expr.func if isinstance(expr, cst.Call) else expr, info.parent) in MEMOIZERS:
+                return True
+        return False
+
     @functools.cached_property
     def differentiates(self) -> bool:
         """The module applies a differentiation transform (grad, vjp, value_and_grad, ...)."""
@@ -872,6 +913,12 @@ class ModuleFacts:
         """The module imports Haiku at its top level (whose `f.apply(params, rng, x)` takes
         a key whether or not the model draws from it)."""
         return any(q == "haiku" or q.startswith("haiku.") for q in self.module_scope.imports.values())
+
+    @property
+    def imports_pallas(self) -> bool:
+        """The module imports Pallas, whose kernels write Refs in place (`o_ref.at[i].set(v)`
+        stores into the buffer)."""
+        return any(q.startswith("jax.experimental.pallas") for q in self.module_scope.imports.values())
 
     # name resolution ---------------------------------------------------------
     def qualname(self, node: cst.BaseExpression, scope: Scope, _depth: int = 0) -> str | None:

@@ -96,6 +96,10 @@ CUSTOM_DERIVATIVES = frozenset(
 )
 
 
+# Decorators that run a function's body once per arguments.
+MEMOIZERS = frozenset({"functools.cache", "functools.lru_cache", "functools.cached_property"})
+
+
 # PRNG: functions that make or derive a key without drawing from the key they are given.
 KEY_MAKERS = frozenset({"jax.random.key", "jax.random.PRNGKey"})
 NOT_CONSUMING = frozenset(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from jaxguard.lint.facts import all_params
+from jaxguard.lint.facts import all_params, positional
 
 if TYPE_CHECKING:
     from jaxguard.lint.engine import RuleContext
@@ -49,6 +49,19 @@ ARRAY_METHODS = frozenset(
     }
 )
 ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
+# NumPy functions that reduce over every axis unless given one: a NumPy scalar, not an array.
+NUMPY_REDUCTIONS = frozenset(
+    {
+        "sum", "prod", "max", "min", "amax", "amin", "mean", "std", "var", "median", "all", "any",
+        "argmax", "argmin", "count_nonzero", "ptp", "nansum", "nanprod", "nanmax", "nanmin", "nanmean",
+    }
+)
+NUMPY_SCALAR_TYPES = frozenset(
+    {
+        "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+        "uint64", "bool_", "complex64", "complex128", "intp",
+    }
+)
 REF_NAME = re.compile(r"(^|_)refs?$")
 
 _ANNOTATIONS = {
@@ -83,7 +96,8 @@ class KindTracker:
                 frame[param] = JAX
             node = function.node
             for param in all_params(node.params):
-                if param.annotation is not None:
+                # A Pallas Ref is often annotated as an array (`o_ref: jax.Array`): it stays a Ref.
+                if param.annotation is not None and frame.get(param.name.value) != REF:
                     kind = self._annotation_kind(param.annotation.annotation, scope)
                     if kind is not None or param.name.value not in function.traced_params:
                         frame[param.name.value] = kind
@@ -175,7 +189,7 @@ class KindTracker:
             ):
                 return JAX
             if name.startswith("numpy."):
-                return NUMPY
+                return None if _numpy_scalar(name, node) else NUMPY
             builtin_kind = {"builtins.list": LIST, "builtins.dict": DICT, "builtins.set": SET}.get(name)
             if builtin_kind is not None:
                 return builtin_kind
@@ -185,6 +199,18 @@ class KindTracker:
         if isinstance(func, cst.Attribute) and func.attr.value in ARRAY_METHODS and self.kind_of(func.value) == JAX:
             return JAX
         return None
+
+
+def _numpy_scalar(name: str, call: cst.Call) -> bool:
+    """`np.prod(dims)`, `np.float32(x)`: a NumPy scalar (hashable), not an array."""
+    module, _, function = name.rpartition(".")
+    if module != "numpy":
+        return False
+    if function in NUMPY_SCALAR_TYPES:
+        return True
+    return function in NUMPY_REDUCTIONS and len(positional(call)) == 1 and not any(
+        arg.keyword is not None and arg.keyword.value in ("axis", "keepdims", "out") for arg in call.args
+    )
 
 
 def at_update_base(call: cst.Call, methods: frozenset[str] = AT_METHODS) -> cst.BaseExpression | None:
