@@ -437,8 +437,7 @@ class _Collector(Visitor):
         self.module_compound_depth = 0
         self.module_loop_depth = 0
         self.eager_blocks: list[bool] = []  # per enclosing `with`: is it `jax.disable_jit()`?
-        self.if_blocks: list[tuple[cst.BaseExpression, bool]] = []  # per enclosing `if`: its test, in its body?
-        self.if_orelse: list[cst.CSTNode | None] = []
+        self.ifs: list[list] = []  # per enclosing `if`: [the If, still in its body?]
         self.events = 0  # module-level bindings and definitions seen so far
 
     @property
@@ -536,17 +535,18 @@ class _Collector(Visitor):
     def _initialises(self, name: str) -> bool:
         """A binding in the body of `if name is None:` (or `if not name:`): a lazily made
         singleton (`global _comm; if _comm is None: _comm = make()`), set once and kept."""
-        return any(in_body and _tests_unset(test, name) for test, in_body in self.if_blocks)
+        return any(in_body and _tests_unset(node.test, name) for node, in_body in self.ifs)
+
+    def _enter_else(self, node: cst.CSTNode) -> None:
+        if self.ifs and self.ifs[-1][0].orelse is node:
+            self.ifs[-1][1] = False
 
     def visit_Else(self, node: cst.Else) -> None:
-        if self.if_blocks and self.if_orelse[-1] is node:
-            self.if_blocks[-1] = (self.if_blocks[-1][0], False)
+        self._enter_else(node)
 
     def visit_If(self, node: cst.If) -> None:
-        if self.if_blocks and self.if_orelse[-1] is node:  # an `elif`: its parent's else branch
-            self.if_blocks[-1] = (self.if_blocks[-1][0], False)
-        self.if_blocks.append((node.test, True))
-        self.if_orelse.append(node.orelse)
+        self._enter_else(node)  # an `elif` is its parent's else branch
+        self.ifs.append([node, True])
         self._enter_compound()
         if _literal_truth(node.test) is not None:
             self.facts.maybe_dead = True
@@ -560,8 +560,7 @@ class _Collector(Visitor):
             self.facts.maybe_dead = True  # code after a `return` or `raise`
 
     def leave_If(self, original_node: cst.If) -> None:
-        self.if_blocks.pop()
-        self.if_orelse.pop()
+        self.ifs.pop()
         self._leave_compound()
 
     def visit_Try(self, node: cst.Try) -> None:
