@@ -62,6 +62,9 @@ class InPlaceUpdate(Rule):
         `x = ...` would make it local and raise UnboundLocalError), are reported without a fix.
     """
     invalid = (
+        # made an array on the path that rebinds it, then updated after the `if`
+        "import jax.numpy as jnp\ndef f(x, n):\n    if n is not None:\n        x = jnp.repeat(x, n, axis=0)\n"
+        "    x[:, :2] = 0.0\n    return x\n",
         # annotated as an array, not named as a Ref: an array
         "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef f(x: jnp.ndarray):\n    x[0] = 1.0\n    return x\n",
         "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.0\n",
@@ -73,6 +76,10 @@ class InPlaceUpdate(Rule):
         "import jax\n@jax.jit\ndef f(params):\n    params['layer']['w'][..., 0] = 0.0\n    return params\n",
     )
     valid = (
+        # the `else` arm runs on what held before the `if`: a NumPy array there
+        "import jax\nimport jax.numpy as jnp\nimport numpy as np\ndef pw(x, use_jax=True):\n"
+        "    xp = jnp if use_jax else np\n    d = xp.square(x) - 1.0\n    if use_jax:\n        d = jax.nn.relu(d)\n"
+        "    else:\n        d[d < 0] = 0\n    return d\n",
         # a Pallas kernel's output Ref annotated as an array, passed to a wrapper of pallas_call
         "import jax\nimport jax.numpy as jnp\nfrom mylib import pallas_call\n"
         "def kernel(x_ref: jnp.ndarray, out_ref: jnp.ndarray):\n    out_ref[...] = x_ref[...]\n    out_ref[...] += 1\n"

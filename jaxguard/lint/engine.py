@@ -209,13 +209,20 @@ class _Runner:
             ctx.top_statement[node] = ctx.statement_stack[0]
         for callback in visitors:
             callback(node)
+        branches = type(node) is cst.If  # `if`/`else` arms: one or the other runs
+        if branches:
+            ctx.kinds.begin_branches()
         for name in fields:
+            if branches and name == "orelse":
+                ctx.kinds.begin_else()
             value = getattr(node, name)
             if type(value) in (list, tuple):  # a libcst sequence field holds only nodes
                 for item in value:
                     self.run(item)
             elif type(value) in NODE_TYPES:
                 self.run(value)
+        if branches:
+            ctx.kinds.end_branches()
         for callback in leavers:
             callback(node)
         if binds:

@@ -83,6 +83,7 @@ class KindTracker:
     def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
         self.frames: list[tuple[Scope, dict[str, str | None]]] = []
+        self.branches: list[list] = []  # per enclosing `if`: [kinds before it, kinds after its body]
 
     # scope changes --------------------------------------------------------------
     def enter(self, scope: Scope) -> None:
@@ -105,6 +106,31 @@ class KindTracker:
 
     def leave(self, scope: Scope) -> None:
         self.frames.pop()
+
+    # `if` arms: the `else` arm starts from what held before the `if`, not from what the
+    # other arm bound (`if use_jax: d = jax.nn.relu(d)` / `else: d[d < 0] = 0` on NumPy);
+    # after the `if`, a name has the kind of the path that rebinds it.
+    def begin_branches(self) -> None:
+        self.branches.append([self._frame_copy(), None])
+
+    def begin_else(self) -> None:
+        branch = self.branches[-1]
+        branch[1] = self._frame_copy()
+        if self.frames:
+            self.frames[-1] = (self.frames[-1][0], dict(branch[0]))
+
+    def end_branches(self) -> None:
+        before, after_body = self.branches.pop()
+        if not self.frames:
+            return
+        other = self.frames[-1][1]
+        if after_body is None:  # no `else`: the other path skips the body
+            after_body, other = other, before
+        joined = {name: _join(after_body.get(name), other.get(name), before.get(name)) for name in {*after_body, *other}}
+        self.frames[-1] = (self.frames[-1][0], joined)
+
+    def _frame_copy(self) -> dict[str, str | None]:
+        return dict(self.frames[-1][1]) if self.frames else {}
 
     def after(self, node: cst.CSTNode) -> None:
         """Update kinds once a statement that binds names has been visited."""
@@ -199,6 +225,14 @@ class KindTracker:
         if isinstance(func, cst.Attribute) and func.attr.value in ARRAY_METHODS and self.kind_of(func.value) == JAX:
             return JAX
         return None
+
+
+def _join(a: str | None, b: str | None, before: str | None) -> str | None:
+    """The kind after two paths that end with `a` and `b`: what they agree on, else what the
+    path that changed it made of it (the other kept `before`); None if both changed it."""
+    if a == b or b == before:
+        return a
+    return b if a == before else None
 
 
 def _numpy_scalar(name: str, call: cst.Call) -> bool:
