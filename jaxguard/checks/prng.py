@@ -261,6 +261,7 @@ class KeyFlow:
             and isinstance(node.value, cst.Name)
             and node.value.value == "self"
             and KEY_PARAM.match(node.attr.value)
+            and self._held(node.attr.value)
         ):
             ident = f"self.{node.attr.value}"  # a key held by the object: `normal(self.key)`
             return ident if ident in self.keys or not known_only else None
@@ -269,6 +270,23 @@ class KeyFlow:
             if isinstance(index, cst.Index) and literal_int(index.value) is not None and node.value.value in self.keys:
                 return f"{node.value.value}[{literal_int(index.value)}]"
         return None
+
+    def _held(self, attribute: str) -> bool:
+        """`self.<attribute>` is a value the object holds: its class (or a base class of this
+        module) stores it (`self.key = ...` in a method) or declares it (`key: jax.Array`),
+        or no base from elsewhere could provide it. Such a base may make it a property that
+        splits a fresh key on every access (`rng_key`); so may the class itself."""
+        method = self.scope.function
+        while method is not None and not method.class_name:
+            method = self.facts.enclosing_function(method.parent)
+        if method is None:
+            return True
+        cache = self.facts.derived.setdefault("held-attributes", {})
+        found = cache.get(method.parent.node)
+        if found is None:
+            found = cache[method.parent.node] = _held_by(self.facts, method.parent)
+        stored, methods, external = found
+        return attribute not in methods and (attribute in stored or not external)
 
     def _expression(self, node: cst.BaseExpression, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
         for item, inner in _calls_in_evaluation_order(node):
@@ -544,6 +562,39 @@ def _self_attributes(target: cst.BaseExpression) -> set[str]:
         for item in items
         if isinstance(item, cst.Attribute) and isinstance(item.value, cst.Name) and item.value.value == "self"
     }
+
+
+def _held_by(facts: ModuleFacts, class_scope: Scope, depth: int = 0) -> tuple[set[str], set[str], bool]:
+    """(attributes the class and its bases in this module store on the receiver or declare,
+    the names they define as methods or properties, whether a base from elsewhere may
+    define others)."""
+    stored: set[str] = set()
+    methods = set(class_scope.defs)
+    external = False
+    for arg in class_scope.node.bases:
+        base = arg.value
+        if isinstance(base, cst.Name) and base.value == "object":
+            continue
+        owner = class_scope.parent.lookup(base.value) if isinstance(base, cst.Name) else None
+        node = owner.classes.get(base.value) if owner is not None else None
+        if node is None or depth >= 8:
+            external = True
+            continue
+        inherited = _held_by(facts, facts.scopes[node], depth + 1)
+        stored |= inherited[0]
+        methods |= inherited[1]
+        external = external or inherited[2]
+    for method in class_scope.defs.values():
+        if method.params:
+            prefix = method.params[0] + "."
+            stored.update(a[len(prefix):] for a in _assigned_attributes(method.node.body) if a.startswith(prefix))
+    for statement in class_scope.node.body.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                stored.add(small.target.value)
+            elif isinstance(small, cst.Assign):
+                stored.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+    return stored, methods, external
 
 
 def _assigned_attributes(block: cst.CSTNode) -> set[str]:
@@ -899,6 +950,10 @@ class KeyReuse(_KeyRule):
         mask = random.bernoulli(mask_key, 0.5, (3,))
     """
     invalid = (
+        # a key the class stores: every read is the same key
+        "import jax\nfrom base import KeyMixin\nclass Sampler(KeyMixin):\n    def __init__(self, seed):\n"
+        "        self.rng_key = jax.random.key(seed)\n    def draw(self):\n"
+        "        return jax.random.normal(self.rng_key), jax.random.uniform(self.rng_key)\n",
         # a key held by the object, drawn from twice
         "import jax\nclass Agent:\n    def act(self, obs):\n        a = jax.random.normal(self.key)\n"
         "        b = jax.random.uniform(self.key)\n        return a, b\n",
@@ -918,6 +973,10 @@ class KeyReuse(_KeyRule):
         "    x = jnp.where(square, jax.random.uniform(key, (2,)), 0.0)\n    return x + jax.random.normal(key, (2,))\n",
     )
     valid = (
+        # an attribute only a base class from elsewhere provides: maybe a property that
+        # splits a fresh key on every read
+        "import jax\nfrom base import KeyMixin\nclass Sampler(KeyMixin):\n    def draw(self):\n"
+        "        return jax.random.normal(self.rng_key), jax.random.uniform(self.rng_key)\n",
         # a generator object that advances its own state (`rng._state = ...`) is not a key
         "import jax\ndef advance(seed):\n    return jax.random.split(seed)[0]\ndef count(flux, rng):\n"
         "    rng._state = advance(rng)\n    return flux\ndef shoot(n, rng):\n    rng._state = advance(rng)\n    return n\n"

@@ -1000,6 +1000,12 @@ class TracedMutatesOuterContainer(Rule):
         "        return buffer_state, new\n    return step\n",
         # the jitted function's own dict argument, updated and returned
         "import jax\n@jax.jit\ndef update(params, grads):\n    params['online'] = params['online'] - grads\n    return params\n",
+        # filled in for the function's own use, then read: jit's rebuilt dict, a merge in the trace
+        "import jax\n@jax.jit\ndef lightcurve(params, state):\n    state.update(params)\n    state['f'] = state['a'] * 2\n"
+        "    return state['f'] * state['b']\n",
+        # ... also from a scan body inside it
+        "import jax\n@jax.jit\ndef apply(feat, xs):\n    def loop(prev, x):\n        feat['prev'] = prev\n"
+        "        return prev + feat['w'] * x, prev\n    return jax.lax.scan(loop, 0.0, xs)\n",
         # ... or handed back inside the state it rebuilds
         "import jax\n@jax.jit\ndef update(state, model_vars, new_params):\n    model_vars.update(params=new_params)\n"
         "    return state.replace(model_vars=model_vars, step=state.step + 1)\n",
@@ -1090,6 +1096,8 @@ class TracedMutatesOuterContainer(Rule):
         if owner.function is not None and name.value in owner.params:
             if _kwargs(owner.function, name.value) or name.value in _returned_names(owner.function):
                 return  # a new dict each call; or changed and handed back to the caller
+            if (owner.function is function or owner.function.params_traced) and self._read_later(function, name.value):
+                return  # filled in for this function's own use: a merge inside the trace
             if not owner.function.params_traced and not self._outer_container_passed(owner.function, name.value):
                 return  # a helper's argument: made inside the same trace unless a caller shows otherwise
         if owner.function is not None and owner.function.traced and owner.function is not function:
@@ -1100,6 +1108,31 @@ class TracedMutatesOuterContainer(Rule):
             return  # vmap or grad alone runs the body on every call: only a traced value leaks
         self.report(node, self.message.format(name=name.value))
 
+
+    def _read_later(self, function: FunctionInfo, name: str) -> bool:
+        """`name` is read in a statement after the one that changes it (`state[k] = v` in a
+        loop, then `model(state)`): the change is for the function's own use."""
+        ctx = self.ctx
+        statement = ctx.statement_stack[-1] if ctx.statement_stack else None
+        loads = ctx.facts.loads
+        found = [False]
+        after = [False]
+
+        class _Scan(Visitor):
+            def visit_Name(self, node: cst.Name) -> None:
+                if after[0] and node.value == name and node in loads:
+                    found[0] = True
+
+            def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+                after[0] = after[0] or node is statement
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is function.node
+
+        if statement is None or isinstance(function.node, cst.Lambda):
+            return False
+        walk(function.node, _Scan())
+        return found[0]
 
     def _outer_container_passed(self, helper: FunctionInfo, param: str) -> bool:
         """A call of `helper` in this module passes, as `param`, a container from outside the
