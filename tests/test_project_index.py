@@ -179,17 +179,29 @@ def test_a_folder_without_init_inside_a_package_is_its_namespace_subpackage(tmp_
     assert ("tools/dists.py", "JG903") in found(make(tmp_path / "b", files), ".")
 
 
-def test_x64_enabled_in_a_function_after_its_imports_does_not_count(tmp_path):
-    # the module was imported before the flag was set, and other code imports it too;
-    # a module that only adapts to the flag, without refusing or warning, proves nothing either
+def test_a_module_that_only_adapts_to_x64_does_not_count(tmp_path):
+    # reading the flag to pick a dtype, without refusing or warning, proves nothing
     root = make(tmp_path, {
         "pkg/__init__.py": "",
-        "pkg/ops.py": X64_MODULE,
-        "pkg/cli.py": "from pkg.ops import f\ndef main():\n    import jax\n    jax.config.update('jax_enable_x64', True)\n    f(1.0)\n",
         "pkg/notes.py": "from jax import config\nimport numpy as np\nDTYPE = np.float64\nif not config.read('jax_enable_x64'):\n    DTYPE = np.float32\n",
         "pkg/user.py": "from pkg import notes\n" + X64_MODULE,
     })
-    assert {("pkg/ops.py", "JG903"), ("pkg/user.py", "JG903")} <= found(root, "pkg")
+    assert ("pkg/user.py", "JG903") in found(root, "pkg")
+
+
+@pytest.mark.parametrize("switch", [
+    "def main():\n    import jax\n    jax.config.update('jax_enable_x64', True)\n",
+    # the context manager a converter traces user code under
+    "import contextlib\nimport jax\n@contextlib.contextmanager\ndef force_x64(on):\n"
+    "    jax.config.update('jax_enable_x64', on)\n    yield\n",
+])
+def test_a_function_that_switches_x64_on_makes_its_package_x64_aware(tmp_path, switch):
+    # whether x64 is on when the package's code runs is then not known: not reported
+    root = make(tmp_path, {"pkg/__init__.py": "", "pkg/ops.py": X64_MODULE, "pkg/modes.py": switch})
+    assert ("pkg/ops.py", "JG903") not in found(root, "pkg")
+    # one that switches it off is no such sign
+    root = make(tmp_path, {"pkg/modes.py": switch.replace("True", "False").replace("'jax_enable_x64', on", "'jax_enable_x64', False")})
+    assert ("pkg/ops.py", "JG903") in found(root, "pkg")
 
 
 def test_x64_enabled_by_one_test_module_holds_for_the_test_run(tmp_path):

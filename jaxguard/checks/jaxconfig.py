@@ -58,10 +58,14 @@ def _catches(ctx, statement: cst.Try, errors: frozenset[str]) -> bool:
 
 
 def _in_import_guard(ctx) -> bool:
-    """Inside the body of `try: ... except ImportError/ModuleNotFoundError/Exception:`."""
+    """Inside the body of `try: ... except ImportError/ModuleNotFoundError/Exception:`, or
+    inside that handler: the fallback runs only where the first import failed (old jax)."""
     stack = ctx.statement_stack
     for index, statement in enumerate(stack[:-1]):
-        if isinstance(statement, cst.Try) and stack[index + 1] in statement.body.body and _catches(ctx, statement, _IMPORT_ERRORS):
+        if not isinstance(statement, cst.Try) or not _catches(ctx, statement, _IMPORT_ERRORS):
+            continue
+        inner = stack[index + 1]
+        if inner in statement.body.body or any(inner in handler.body.body for handler in statement.handlers):
             return True
     return False
 
@@ -109,6 +113,8 @@ class RemovedJaxConfigModule(Rule):
         are reported without a fix.
     """
     invalid = (
+        # a handler that is no import guard
+        "try:\n    import yaml\nexcept ValueError:\n    from jax.config import config\n",
         "from jax.config import config as jax_config\njax_config.update('jax_debug_nans', True)\n",
         "import jax.config\njax.config.update('jax_enable_x64', True)\n",
         "import jax\ndef setup():\n    from jax.config import config\n    config.update('jax_platform_name', 'cpu')\n",
@@ -116,6 +122,8 @@ class RemovedJaxConfigModule(Rule):
         "from jax.config import config\nif __name__ == '__main__':\n    config.config_with_absl()\n    config.parse_flags_with_absl()\n",
     )
     valid = (
+        # the fallback of a guarded import: it runs only where the new spelling failed
+        "try:\n    from jax import config\nexcept ImportError:\n    from jax.config import config\n",
         "import jax\njax.config.update('jax_enable_x64', True)\n",
         "from jax import config\nconfig.update('jax_enable_x64', True)\n",
         "try:\n    from jax.config import config\nexcept ImportError:\n    from jax import config\n",

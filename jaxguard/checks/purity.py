@@ -1276,6 +1276,9 @@ class TraceTimeConstant(Rule):
             return x + jax.random.normal(key, x.shape)
     """
     invalid = (
+        # returning early on concrete values leaves the traced path reading the environment
+        "import os\nimport jax\ndef tuned(x, default):\n    if not isinstance(x, jax.core.Tracer):\n        return default\n"
+        "    return int(os.getenv('BLOCK', '128'))\n@jax.jit\ndef f(x):\n    return x * tuned(x, 64)\n",
         "import jax\nimport numpy as np\n@jax.jit\ndef f(x):\n    return x + np.random.rand()\n",
         "import jax, time\n@jax.jit\ndef f(x):\n    return x * time.time()\n",
         "import jax, os\n@jax.jit\ndef f(x):\n    return x * float(os.environ['SCALE'])\n",
@@ -1285,6 +1288,10 @@ class TraceTimeConstant(Rule):
         "@jax.jit\ndef f(x):\n    return x.astype(get_dtype())\n",
     )
     valid = (
+        # after an early return for tracers, the rest runs on concrete values only
+        "import os\nimport jax\ndef _tracing(tree):\n    return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree))\n"
+        "def tuned(x, default):\n    if _tracing(x):\n        return default\n    return int(os.getenv('BLOCK', '128'))\n"
+        "@jax.jit\ndef f(x):\n    return x * tuned(x, 64)\n",
         "import jax\n@jax.jit\ndef f(key, x):\n    return x + jax.random.normal(key, x.shape)\n",
         "import time\nimport numpy as np\nstart = time.time()\nnoise = np.random.rand(3)\n",
         "import jax\nfrom jax import random\n@jax.jit\ndef f(key):\n    return random.uniform(key)\n",

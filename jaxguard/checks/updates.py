@@ -223,6 +223,8 @@ AT_OPS = kinds.AT_METHODS - {"get"}
 JNP_NAMESPACES = frozenset({"jax.numpy", "jax.numpy.linalg", "jax.numpy.fft"})
 NOT_PURE = frozenset({"jax.numpy.save", "jax.numpy.savez", "jax.numpy.load", "jax.numpy.set_printoptions", "jax.numpy.printoptions"})
 SORTING = frozenset({"jax.numpy.sort"})
+# Called as statements to check an argument: they raise on a bad dtype or shape.
+VALIDATING = frozenset({"jax.numpy.dtype", "jax.numpy.broadcast_shapes", "jax.numpy.result_type", "jax.numpy.promote_types"})
 
 
 @register
@@ -274,6 +276,8 @@ class DiscardedFunctionalUpdate(Rule):
         "    acc.at[0].set(x)\n    return acc\n",
     )
     valid = (
+        # a dtype checked: `jnp.dtype` raises on a bad one
+        "import jax.numpy as jnp\ndef attention(q, dtype=None):\n    if dtype is not None:\n        jnp.dtype(dtype)\n    return q\n",
         # a Pallas Ref's `.at[...]` is a view: `.set` stores into the buffer
         "import jax\nfrom jax.experimental import pallas as pl\ndef kernel(x_ref, o_ref, scratch):\n"
         "    scratch.at[0:2].set(x_ref[0:2])\n    o_ref.at[0:2].set(scratch[0:2])\n"
@@ -301,7 +305,7 @@ class DiscardedFunctionalUpdate(Rule):
             self._report(node, call, func.value, fixable=True)
             return
         qualified = ctx.qualname(func)
-        if qualified is None or qualified.rpartition(".")[0] not in JNP_NAMESPACES or qualified in NOT_PURE:
+        if qualified is None or qualified.rpartition(".")[0] not in JNP_NAMESPACES or qualified in NOT_PURE | VALIDATING:
             return
         if any(isinstance(s, cst.Try) for s in ctx.statement_stack):
             return  # called for the exception it may raise (`jnp.broadcast_shapes(a, b)`)

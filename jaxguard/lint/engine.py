@@ -99,7 +99,11 @@ class RuleContext:
         if not self.facts.any_traced:
             return False
         function = self.function
-        return function is not None and function.traced
+        if function is None or not function.traced:
+            return False
+        # after `if <tracing>: return`, the function runs on concrete values only
+        eager = self.facts.eager_only
+        return not (eager and any(statement in eager for statement in self.statement_stack))
 
     @property
     def under_transform(self) -> bool:

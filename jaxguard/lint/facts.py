@@ -682,6 +682,26 @@ def _leaves(body) -> bool:
     return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))
 
 
+def _calls_in(statements) -> set[cst.Call]:
+    calls: set[cst.Call] = set()
+
+    class _Collect(Visitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            calls.add(node)
+
+    for statement in statements:
+        walk(statement, _Collect())
+    return calls
+
+
+def _isinstance_of_tracer(facts: "ModuleFacts", call: cst.Call, scope: Scope) -> bool:
+    args = positional(call)
+    return (
+        facts.qualname(call.func, scope) == "builtins.isinstance" and len(args) == 2
+        and (facts.qualname(args[1], scope) or "").endswith("core.Tracer")
+    )
+
+
 class ModuleFacts:
     """Everything rules share about one module. Build with `ModuleFacts.build(module)`."""
 
@@ -832,6 +852,51 @@ class ModuleFacts:
                 return decisive
             return None if left is None or right is None else not decisive
         return None
+
+    @functools.cached_property
+    def eager_only(self) -> set[cst.CSTNode]:
+        """Statements of a traced function after `if <tracing>: return ...` (`if
+        isinstance(x, jax.core.Tracer): return default`, or a helper that tests that): they
+        run only on concrete values, never inside a trace."""
+        return {statement for info in self.functions.values() if info.traced for statement in self.eager_statements(info)}
+
+    def eager_statements(self, info: FunctionInfo) -> list[cst.CSTNode]:
+        """The statements of `info` after its `if <tracing>: return` (see `eager_only`)."""
+        cache = self.derived.setdefault("eager-statements", {})
+        if info.node in cache:
+            return cache[info.node]
+        found: list[cst.CSTNode] = []
+        if isinstance(info.node, cst.FunctionDef) and isinstance(info.node.body, cst.IndentedBlock):
+            body = info.node.body.body
+            for index, statement in enumerate(body):
+                if (
+                    isinstance(statement, cst.If) and statement.orelse is None and _leaves(statement.body.body)
+                    and self._true_when_tracing(statement.test, info.scope)
+                ):
+                    found = list(body[index + 1:])
+                    break
+        cache[info.node] = found
+        return found
+
+    @functools.cached_property
+    def _tracer_checks(self) -> set[cst.CSTNode]:
+        """Helpers whose body tests for tracers (`any(isinstance(leaf, jax.core.Tracer) ...)`)."""
+        return {
+            info.node for info in self.functions.values()
+            if any(isinstance(call, cst.Call) and _isinstance_of_tracer(self, call, info.scope) for call in info.calls)
+        }
+
+    def _true_when_tracing(self, test: cst.BaseExpression, scope: Scope) -> bool:
+        """`isinstance(x, Tracer)`, a call of a helper that tests for tracers, or an `or`
+        with one of them: true whenever its argument is traced."""
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+            return self._true_when_tracing(test.left, scope) or self._true_when_tracing(test.right, scope)
+        if isinstance(test, cst.Call):
+            if _isinstance_of_tracer(self, test, scope):
+                return True
+            target = self.function_for(test.func, scope)
+            return target is not None and target.node in self._tracer_checks
+        return False
 
     @functools.cached_property
     def dead_code(self) -> set[cst.CSTNode]:
@@ -1166,9 +1231,11 @@ class ModuleFacts:
         library call that applies them (tree_map...). An abstract evaluation inside it
         (`jax.eval_shape(g, x)`) traces `g` without running it: not followed here."""
         reached: list[FunctionInfo] = []
+        eager = self.eager_statements(info)
+        eager_calls = _calls_in(eager) if eager else ()
         for call in info.calls:
-            if self.is_abstract_trace(call, info.scope):
-                continue
+            if self.is_abstract_trace(call, info.scope) or call in eager_calls:
+                continue  # traced without running it; or called only on concrete values
             callee = self.function_for(call.func, info.scope)
             if callee is not None:
                 reached.append(callee)

@@ -339,6 +339,13 @@ class ProjectIndex:
                         importers.setdefault(module, set()).add(package)
         on: dict[str, str] = {}
         work = [(module, module) for module, summary in self.summaries.items() if summary["x64"]]
+        # a package with a function that switches x64 on (an accuracy mode, a context manager
+        # it traces under): whether x64 is on when its code runs is not known
+        on_demand: dict[str, str] = {}
+        for module in sorted(self.summaries):
+            if self.summaries[module]["x64_on_demand"] and not self.is_test_module(module):
+                on_demand.setdefault(module.partition(".")[0], module)
+        work += [(module, on_demand[root]) for module in self.summaries if (root := module.partition(".")[0]) in on_demand]
         # an entry point that enables x64 and then imports modules: they run with it
         work += [
             (imported, module) for module, summary in self.summaries.items()

@@ -51,7 +51,7 @@ _X64_VALUES = (True, 1, "1", "true", "True")
 
 def empty_summary() -> dict:
     return {
-        "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "imports_submodules": False, "lazy_imports": [], "marks": [], "functions": {}, "static_fields": {},
+        "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "imports_submodules": False, "lazy_imports": [], "x64_on_demand": False, "marks": [], "functions": {}, "static_fields": {},
         "fields": [], "aliases": {}, "module_calls": [],
     }
 
@@ -206,6 +206,9 @@ class _Summariser:
         })
         summary["imports_submodules"] = _imports_submodules(at_import.calls, self.qualify)
         summary["lazy_imports"] = sorted({target for _, _, flat in functions for target in self._local_imports(flat).values()})
+        # a function that switches x64 on when called (`enable_accuracy_mode()`, a context
+        # manager the package traces under): its package runs code under x64 on demand
+        summary["x64_on_demand"] = any(self._enables_x64(node) for _, _, flat in functions for node in [*flat.calls, *flat.assignments])
         for node in at_import_code:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self._alias(node.targets[0].id, node.value)
