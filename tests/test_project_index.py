@@ -587,3 +587,17 @@ def test_what_a_test_traces_does_not_make_library_code_traced(tmp_path, traced_b
     files["tests/test_device.py" if traced_by == "tests" else "pkg/run.py"] = user
     root = make(tmp_path, files)
     assert (("pkg/device.py", "JG105") in found(root, ".")) is (traced_by == "library")
+
+
+@pytest.mark.parametrize("memoized", [True, False])
+def test_a_memoized_function_does_not_carry_tracing_into_what_it_calls(tmp_path, memoized):
+    # a library built and registered once, behind lru_cache, reads its build settings
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/build.py": "import os\ndef build_lib():\n    return os.getenv('CUDA_ARCH', '80')\n",
+        "pkg/register.py": ("import functools\n" if memoized else "")
+        + "from pkg.build import build_lib\n" + ("@functools.lru_cache(maxsize=1)\n" if memoized else "")
+        + "def register():\n    return build_lib()\n",
+        "pkg/ops.py": "import jax\nfrom pkg.register import register\n@jax.jit\ndef attention(q):\n    register()\n    return q\n",
+    })
+    assert (("pkg/build.py", "JG105") in found(root, "pkg")) is not memoized

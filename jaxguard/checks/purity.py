@@ -1305,7 +1305,7 @@ class TraceTimeConstant(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._frozen_here():
+        if not self.ctx.in_traced:
             return
         name = self.ctx.qualname(node.func)
         if name is None:
@@ -1315,10 +1315,6 @@ class TraceTimeConstant(Rule):
         elif name.startswith(TRACE_TIME_PREFIXES):
             self.report(node, self.message.format(what=name.replace("numpy.", "np.") + "()"))
 
-    def _frozen_here(self) -> bool:
-        """Traced, and not memoized: a `functools.cache` function runs once by design."""
-        return self.ctx.in_traced and not self.ctx.facts.memoized(self.ctx.function)
-
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if self._frozen_here() and self.ctx.qualname(node.value) == "os.environ":
+        if self.ctx.in_traced and self.ctx.qualname(node.value) == "os.environ":
             self.report(node, self.message.format(what="os.environ"))

@@ -772,8 +772,10 @@ class ModuleFacts:
         return found
 
     def memoized(self, info: FunctionInfo) -> bool:
-        """Decorated with `functools.cache`/`lru_cache`: its body runs once per arguments by
-        design, traced or not (a dtype read from the environment, computed once)."""
+        """Decorated with `functools.cache`/`lru_cache`: it takes hashable arguments, which
+        tracers are not, and its body runs once per them by design (a dtype read from the
+        environment, a library built and registered once). Calls from traced code do not
+        make it, or what it calls, traced."""
         for decorator in info.decorators:
             expr = decorator.decorator
             if self.qualname(expr.func if isinstance(expr, cst.Call) else expr, info.parent) in MEMOIZERS:
@@ -1191,6 +1193,8 @@ class ModuleFacts:
         while work:
             info = work.pop()
             for callee in self._callees(info):
+                if self.memoized(callee):
+                    continue  # hashable arguments only, its body run once per them: no tracers
                 if not callee.traced:
                     callee.traced = True
                     callee.traced_by = info.traced_by

@@ -270,7 +270,7 @@ class ProjectIndex:
             from_tests = self.is_test_module(place[0])
             work.extend(
                 (callee, transform) for callee in self._callees(place)
-                if not from_tests or self.is_test_module(callee[0])
+                if (not from_tests or self.is_test_module(callee[0])) and not self._function(callee).get("memoized")
             )
         self.differentiated: set[tuple[str, str]] = set()
         work2 = list(grad_roots)

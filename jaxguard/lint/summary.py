@@ -27,6 +27,7 @@ from jaxguard.lint.jaxapi import (
     KEY_LOOKING,
     KEY_NEUTRAL_PREFIXES,
     LAX_BODIES,
+    MEMOIZERS,
     NOT_CONSUMING,
     TRACING_TRANSFORMS,
 )
@@ -410,6 +411,7 @@ class _Summariser:
         info = {
             "params": params,
             "method": is_method,
+            "memoized": any(self.qualify(d.func if isinstance(d, ast.Call) else d) in MEMOIZERS for d in node.decorator_list),
             "classmethod": "classmethod" in decorators,  # called on the class, `cls` is bound
             "calls": sorted(calls),
             "method_calls": sorted(method_calls),
