@@ -70,6 +70,9 @@ class PrintInTraced(Rule):
         Calls with `file=`, `sep=`, `end=` or `*args` are not fixed.
     """
     invalid = (
+        # traced whatever `verbose` is: the print shows a tracer once
+        "import jax\ndef solve(x, verbose):\n    def step(c):\n        if verbose:\n            print(c)\n        return c - 1\n"
+        "    return jax.lax.while_loop(lambda c: c > 0, step, x)\n",
         "import jax\n@jax.jit\ndef f(x):\n    print(x)\n    return x\n",
         "from jax import jit\ndef f(x):\n    print('x is', x)\n    return x * 2\ng = jit(f)\n",
         "import jax\nfrom jax import lax\ndef body(i, acc):\n    print(i)\n    return acc + i\n"
@@ -80,6 +83,9 @@ class PrintInTraced(Rule):
         "import jax\n@jax.jit\ndef f(x):\n    print(f'{x.shape}: {x}')\n    return x\n",
     )
     valid = (
+        # traced only where `verbose` is false: with it, a Python loop runs the step eagerly
+        "import jax\ndef solve(x, verbose):\n    def step(c):\n        if verbose:\n            print(c)\n        return c - 1\n"
+        "    if verbose:\n        while x > 0:\n            x = step(x)\n    else:\n        x = jax.lax.while_loop(lambda c: c > 0, step, x)\n    return x\n",
         # under `with jax.disable_jit():` a scan runs its body as a Python loop on real values
         "import jax\nimport jax.numpy as jnp\ndef test_scan():\n    def body(c, x):\n        print(c)\n"
         "        return c + x, c\n    with jax.disable_jit():\n        jax.lax.scan(body, 0.0, jnp.arange(3.0))\n",

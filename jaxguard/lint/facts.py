@@ -656,6 +656,22 @@ class _Collector(Visitor):
             self.facts.transform_calls.append((node, self.scope))
             if any(self.eager_blocks):
                 self.facts.eager_transform_calls.add(node)
+            flag = self._made_unless()
+            if flag is not None:
+                self.facts.call_unless[node] = flag
+
+    def _made_unless(self) -> str | None:
+        """`flag` when the innermost `if` runs this code only where `flag` is false (the
+        `else` of `if verbose:`, the body of `if not verbose:`)."""
+        if not self.ifs:
+            return None
+        node, in_body = self.ifs[-1]
+        test = node.test
+        if not in_body and isinstance(test, cst.Name):
+            return test.value
+        if in_body and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(test.expression, cst.Name):
+            return test.expression.value
+        return None
 
 
 def node_name(node: cst.CSTNode) -> str | None:
@@ -680,6 +696,21 @@ def _leaves(body) -> bool:
     """A block whose last statement returns or raises."""
     last = body[-1] if body else None
     return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))
+
+
+def _ifs_in(function: cst.CSTNode) -> list[cst.If]:
+    """The `if` statements of a function, not those of functions nested in it."""
+    found: list[cst.If] = []
+
+    class _Collect(Visitor):
+        def visit_If(self, node: cst.If) -> None:
+            found.append(node)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+    walk(function, _Collect())
+    return found
 
 
 def _calls_in(statements) -> set[cst.Call]:
@@ -727,6 +758,8 @@ class ModuleFacts:
         self.jit_calls: dict[cst.Call, StaticSpec] = {}
         # lax calls whose body arguments are traced: call -> body argument nodes
         self.lax_body_args: dict[cst.Call, list[cst.BaseExpression]] = {}
+        self.call_unless: dict[cst.Call, str] = {}  # a transformation call made only where this flag is false
+        self.body_unless: dict[cst.CSTNode, set[str | None]] = {}  # lax body -> the flags of the calls that trace it
         # transformations applied inside `with jax.disable_jit():`, which run the function as
         # plain Python: they trace nothing
         self.eager_transform_calls: set[cst.Call] = set()
@@ -860,7 +893,21 @@ class ModuleFacts:
         """Statements of a traced function after `if <tracing>: return ...` (`if
         isinstance(x, jax.core.Tracer): return default`, or a helper that tests that): they
         run only on concrete values, never inside a trace."""
-        return {statement for info in self.functions.values() if info.traced for statement in self.eager_statements(info)}
+        found = {statement for info in self.functions.values() if info.traced for statement in self.eager_statements(info)}
+        # a lax body traced only where `verbose` is false (`while_loop(cond, step, init)` in
+        # the `else` of `if verbose:`, a Python loop in its body): its own `if verbose:`
+        # blocks run only in that Python loop
+        for info in self.functions.values():
+            flags = self.body_unless.get(info.node, set())
+            if len(flags) == 1 and None not in flags:
+                flag = next(iter(flags))
+                found.update(
+                    statement for node in _ifs_in(info.node)
+                    if isinstance(node.test, cst.Name) and node.test.value == flag
+                    and info.scope.lookup(flag) is info.parent.lookup(flag)  # the same `verbose`
+                    for statement in node.body.body
+                )
+        return found
 
     def eager_statements(self, info: FunctionInfo) -> list[cst.CSTNode]:
         """The statements of `info` after its `if <tracing>: return` (see `eager_only`)."""
@@ -1368,6 +1415,7 @@ class ModuleFacts:
                 info = self.function_for(body, scope)
                 if info is not None:
                     self._mark_root(info, name, StaticSpec())
+                    self.body_unless.setdefault(info.node, set()).add(self.call_unless.get(call))
             return
         found = self.transform_call(call, scope)
         if found is None:
