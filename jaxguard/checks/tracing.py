@@ -704,6 +704,9 @@ class JitInLoop(Rule):
             params = update(params)
     """
     invalid = (
+        # the same loop over what it is given, untimed: a compile per item
+        "import jax\ndef run(make, items, x):\n    out = []\n    for cfg in items:\n        fn = make(cfg)\n"
+        "        out.append(jax.jit(fn)(x))\n    return out\n",
         # the same shardings every iteration: one program, wrapped again each time
         "import jax\ndef _shard(x):\n    return x\ndef place(modules, sharding):\n    for module in modules:\n"
         "        module.kernel = jax.jit(_shard, out_shardings=sharding)(module.kernel)\n",
@@ -729,6 +732,10 @@ class JitInLoop(Rule):
         "        jax.jit(f)(y)\n",
     )
     valid = (
+        # an autotuner: it times one compile per candidate it is given
+        "import time\nimport jax\ndef tune(make, candidates, x):\n    best = None\n    for cfg in candidates:\n"
+        "        fn = make(cfg)\n        start = time.perf_counter()\n        jax.jit(fn)(x).block_until_ready()\n"
+        "        best = min(best or 1e9, time.perf_counter() - start)\n    return best\n",
         # jit(grad(f)) remade each iteration, but its static argument is new each time anyway
         "import jax\ndef logl(model, kwargs):\n    return model(kwargs)\ndef test_models(models, kwargs):\n"
         "    for make in models:\n        model = make()\n"
@@ -1110,11 +1117,18 @@ class JitInLoop(Rule):
         in_tests = self.ctx.function is not None and _in_test_or_main(self.ctx.function, self.ctx.path)
         depth = self.frames[-1][0]
         for loop in self.loops[len(self.loops) - depth:]:
-            if not isinstance(loop, cst.For) or not (in_tests or self._constant_iterable(loop.iter, 0)):
+            if not isinstance(loop, cst.For) or not (in_tests or self._constant_iterable(loop.iter, 0) or self._timed(loop)):
                 continue
             if _loop_dependent_names(loop) & names_in(function):
                 return True
         return False
+
+    def _timed(self, loop: cst.For) -> bool:
+        """The loop reads a clock: it benchmarks or autotunes what it compiles, one
+        compile per candidate on purpose."""
+        return any(
+            isinstance(node, cst.Call) and self.ctx.qualname(node.func) in CLOCKS for node in descendants(loop.body)
+        )
 
     def _constant_iterable(self, node: cst.BaseExpression, depth: int) -> bool:
         if depth > 4:
@@ -1136,6 +1150,9 @@ class JitInLoop(Rule):
         if isinstance(node, cst.Attribute):
             return False
         return False
+
+
+CLOCKS = frozenset({"time.perf_counter", "time.time", "time.monotonic", "time.perf_counter_ns", "time.time_ns", "timeit.default_timer"})
 
 
 @register
