@@ -658,6 +658,10 @@ _MASK_FUNCTIONS = frozenset(
 # JG109 -----------------------------------------------------------------------------------
 
 
+# Clocks: a loop that reads one times what it runs (a benchmark, an autotuner).
+CLOCKS = frozenset({"time.perf_counter", "time.time", "time.monotonic", "time.perf_counter_ns", "time.time_ns", "timeit.default_timer"})
+
+
 @register
 class JitInLoop(Rule):
     code = "JG109"
@@ -1150,9 +1154,6 @@ class JitInLoop(Rule):
         if isinstance(node, cst.Attribute):
             return False
         return False
-
-
-CLOCKS = frozenset({"time.perf_counter", "time.time", "time.monotonic", "time.perf_counter_ns", "time.time_ns", "timeit.default_timer"})
 
 
 @register
