@@ -187,11 +187,9 @@ class _Summariser:
         at_import_code = _module_code(tree.body, main=False)
         module_code = _Flat(tree, roots=as_script)  # what runs as a script
         at_import = module_code if len(at_import_code) == len(as_script) else _Flat(tree, roots=at_import_code)
-        x64_helpers = {
-            node.name
-            for node, owner, flat in functions
-            if owner == node.name and any(map(self._enables_x64, [*flat.calls, *flat.assignments]))
-        }
+        # per function, the lines where it switches x64 on (read by three judgements below)
+        enabling = {node: [n.lineno for n in [*flat.calls, *flat.assignments] if self._enables_x64(n)] for node, _, flat in functions}
+        x64_helpers = {node.name for node, owner, _ in functions if owner == node.name and enabling[node]}
         for inner in [*at_import.calls, *at_import.assignments]:
             if self._enables_x64(inner):
                 summary["x64"] = True
@@ -203,13 +201,13 @@ class _Summariser:
         if any(_checks_x64(node) for node in tree.body):
             summary["x64"] = True
         summary["x64_then_imports"] = sorted({
-            target for node, _, flat in functions for target in self._imported_after_enabling_x64(node, flat)
+            target for node, _, _ in functions if enabling[node] for target in self._imported_after(node, min(enabling[node]))
         })
         summary["imports_submodules"] = _imports_submodules(at_import.calls, self.qualify)
         summary["lazy_imports"] = sorted({target for _, _, flat in functions for target in self._local_imports(flat).values()})
         # a function that switches x64 on when called (`enable_accuracy_mode()`, a context
         # manager the package traces under): its package runs code under x64 on demand
-        summary["x64_on_demand"] = any(self._enables_x64(node) for _, _, flat in functions for node in [*flat.calls, *flat.assignments])
+        summary["x64_on_demand"] = any(enabling.values())
         for node in at_import_code:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self._alias(node.targets[0].id, node.value)
@@ -242,13 +240,9 @@ class _Summariser:
         if target is not None:
             self.summary["aliases"][name] = target
 
-    def _imported_after_enabling_x64(self, function: ast.AST, flat: _Flat) -> list[str]:
-        """Modules an entry point imports after it enables x64 (`main()` in a CLI: enable,
-        then `from .commands import run`): their code runs with x64."""
-        enabling = [node.lineno for node in [*flat.calls, *flat.assignments] if self._enables_x64(node)]
-        if not enabling:
-            return []
-        enabled_at = min(enabling)
+    def _imported_after(self, function: ast.AST, enabled_at: int) -> list[str]:
+        """Modules an entry point imports after it enables x64 at line `enabled_at` (`main()`
+        in a CLI: enable, then `from .commands import run`): their code runs with x64."""
         later = [node for node in ast.walk(function) if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno > enabled_at]
         found: dict[str, str] = {}
         self._read_imports(later, found)
