@@ -81,8 +81,7 @@ def self_assignments(ctx, method: FunctionInfo | None, attribute: str) -> list[t
     """The values the methods of `method`'s class assign to `self.<attribute>` (`self.w =
     np.ones(3)` in `setUp`, `self.lamb = popsize` in `__init__`), each with the method that
     assigns it; None outside a class."""
-    while method is not None and not method.class_name:
-        method = ctx.facts.enclosing_function(method.parent)
+    method = ctx.facts.enclosing_method(method)
     if method is None:
         return None
     found: list[tuple[cst.BaseExpression, FunctionInfo]] = []

@@ -718,9 +718,7 @@ def _integer_attribute(ctx, node: cst.Attribute) -> bool:
     its methods assign `self.population_size` only integer values (`self.lamb = popsize`)."""
     if not (isinstance(node.value, cst.Name) and node.value.value == "self"):
         return False
-    function = ctx.function
-    while function is not None and not function.class_name:
-        function = ctx.facts.enclosing_function(function.parent)
+    function = ctx.facts.enclosing_method(ctx.function)
     init = function.parent.defs.get("__init__") if function is not None else None
     if init is not None and _annotated_int(init, node.attr.value):
         return True  # `self.population_size` stored from `population_size: int`, maybe by a base class

@@ -276,9 +276,7 @@ class KeyFlow:
         module) stores it (`self.key = ...` in a method) or declares it (`key: jax.Array`),
         or no base from elsewhere could provide it. Such a base may make it a property that
         splits a fresh key on every access (`rng_key`); so may the class itself."""
-        method = self.scope.function
-        while method is not None and not method.class_name:
-            method = self.facts.enclosing_function(method.parent)
+        method = self.facts.enclosing_method(self.scope.function)
         if method is None:
             return True
         cache = self.facts.derived.setdefault("held-attributes", {})

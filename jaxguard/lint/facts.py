@@ -405,10 +405,17 @@ def _literal_truth(test: cst.BaseExpression) -> bool | None:
     return None
 
 
+def _negated_name(test: cst.BaseExpression) -> str | None:
+    """`name` for a test `not name`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(test.expression, cst.Name):
+        return test.expression.value
+    return None
+
+
 def _tests_unset(test: cst.BaseExpression, name: str) -> bool:
     """`name is None` or `not name`."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return isinstance(test.expression, cst.Name) and test.expression.value == name
+    if _negated_name(test) == name:
+        return True
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
         return (
@@ -669,9 +676,7 @@ class _Collector(Visitor):
         test = node.test
         if not in_body and isinstance(test, cst.Name):
             return test.value
-        if in_body and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(test.expression, cst.Name):
-            return test.expression.value
-        return None
+        return _negated_name(test) if in_body else None
 
 
 def node_name(node: cst.CSTNode) -> str | None:
@@ -789,11 +794,9 @@ class ModuleFacts:
         for info in self.functions.values():
             for decorator in info.decorators:
                 expr = decorator.decorator
-                name = self.qualname(expr, info.parent)
-                if isinstance(expr, cst.Call):
-                    name = self.qualname(expr.func, info.parent)
-                    if name == "functools.partial" and positional(expr):
-                        name = self.qualname(positional(expr)[0], info.parent)
+                name = self.decorator_name(decorator, info.parent)
+                if name == "functools.partial" and isinstance(expr, cst.Call) and positional(expr):
+                    name = self.qualname(positional(expr)[0], info.parent)
                 if _custom_derivative(name):
                     found.add(info.node)
         for call, scope in self.transform_calls:
@@ -809,20 +812,19 @@ class ModuleFacts:
         tracers are not, and its body runs once per them by design (a dtype read from the
         environment, a library built and registered once). Calls from traced code do not
         make it, or what it calls, traced."""
-        for decorator in info.decorators:
-            expr = decorator.decorator
-            if self.qualname(expr.func if isinstance(expr, cst.Call) else expr, info.parent) in MEMOIZERS:
-                return True
-        return False
+        return any(self.decorator_name(decorator, info.parent) in MEMOIZERS for decorator in info.decorators)
+
+    def decorator_name(self, decorator: cst.Decorator, scope: Scope) -> str | None:
+        """The qualified name of a decorator, or of the function it calls (`@lru_cache(maxsize=1)`)."""
+        expr = decorator.decorator
+        return self.qualname(expr.func if isinstance(expr, cst.Call) else expr, scope)
 
     @functools.cached_property
     def differentiates(self) -> bool:
         """The module applies a differentiation transform (grad, vjp, value_and_grad, ...)."""
         for info in self.functions.values():
-            for decorator in info.decorators:
-                expr = decorator.decorator
-                if self.qualname(expr.func if isinstance(expr, cst.Call) else expr, info.parent) in GRAD_TRANSFORMS:
-                    return True
+            if any(self.decorator_name(decorator, info.parent) in GRAD_TRANSFORMS for decorator in info.decorators):
+                return True
         return any((self.transform_call(call, scope) or ("",))[0] in GRAD_TRANSFORMS for call, scope in self.transform_calls)
 
     @functools.cached_property
@@ -1125,6 +1127,12 @@ class ModuleFacts:
                 return current.function
             current = current.parent
         return None
+
+    def enclosing_method(self, function: FunctionInfo | None) -> FunctionInfo | None:
+        """The method `function` is, or is nested in (its `parent` is the class's scope)."""
+        while function is not None and not function.class_name:
+            function = self.enclosing_function(function.parent)
+        return function
 
     # tracing -------------------------------------------------------------------
     def transform_of(self, node: cst.BaseExpression, scope: Scope) -> tuple[str, StaticSpec] | None:

@@ -898,7 +898,7 @@ class TracedFlow:
         keep the parameters' meaning."""
         for decorator in callee.decorators:
             expr = decorator.decorator
-            name = self.facts.qualname(expr.func if isinstance(expr, cst.Call) else expr, callee.parent) or ""
+            name = self.facts.decorator_name(decorator, callee.parent) or ""
             if name == "functools.partial" and isinstance(expr, cst.Call) and positional(expr):
                 name = self.facts.qualname(positional(expr)[0], callee.parent) or ""
             if not name.startswith("jax.") and dotted_name(expr) not in ("staticmethod", "classmethod"):
