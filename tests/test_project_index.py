@@ -84,6 +84,25 @@ def test_without_the_index_a_helper_that_ignores_the_key_is_a_possible_draw(tmp_
     assert check(root, "pkg", "--no-project-index") == [("pkg/runner.py", 6, "JG601"), ("pkg/runner.py", 10, "JG601")]
 
 
+def test_a_helper_whose_split_results_are_never_read_does_not_draw(tmp_path):
+    # diffmah's `_t_peak` variants: `tpc_key, ran_key = split(ran_key)` and neither is used
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/low.py": (
+            "import jax\ndef dead(k, x):\n    sub, k = jax.random.split(k)\n    return x * 2\n"
+            "def live(k, x):\n    sub, k = jax.random.split(k)\n    return x * jax.random.normal(sub)\n"
+        ),
+        "pkg/top.py": (
+            "import jax\nfrom pkg.low import dead, live\n"
+            "def f(key, x):\n    y = dead(key, x)\n    return y, jax.random.uniform(key)\n"
+            "def g(key, x):\n    y = live(key, x)\n    return y, jax.random.uniform(key)\n"
+        ),
+    })
+    lines = check(root, "pkg")
+    assert ("pkg/top.py", 8, "JG601") in lines
+    assert not any(path == "pkg/top.py" and line == 5 for path, line, _ in lines)
+
+
 def test_a_key_passed_on_through_two_modules_is_followed(tmp_path):
     root = make(tmp_path, {
         "pkg/__init__.py": "",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from jaxguard.checks._common import descendants
 from jaxguard.lint.facts import (
     ModuleFacts,
     Scope,
@@ -442,6 +443,28 @@ class KeyFlow:
         if self.key_param in _names_in(value) and self.key_param not in state.rebound:
             self.param_consumed = True
 
+    def _split_unused(self, call) -> bool:
+        """`sub, key = split(key)` and neither name is read again in the function: a dead
+        split draws nothing (the project index judges other modules' functions the same)."""
+        statement = self.statement
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return False
+        small = statement.body[0]
+        if isinstance(small, cst.Expr) and small.value is call:
+            return True
+        if not (isinstance(small, cst.Assign) and small.value is call):
+            return False
+        targets = [target.target for target in small.targets]
+        if any(_self_attributes(target) or not isinstance(target, (cst.Name, cst.Tuple, cst.List)) for target in targets):
+            return False
+        names = set().union(*(_names_in(target) for target in targets))
+        loads = self.facts.loads
+        inside = set(descendants(call))
+        return not any(
+            isinstance(node, cst.Name) and node.value in names and node in loads and node not in inside
+            for node in descendants(self.scope.node)
+        )
+
     def _repeated_split(self, previous: Use, use: Use) -> bool:
         """`a, b = split(key)` written twice in a row: the first results are dead."""
         if not (previous.is_split and use.is_split and previous.statement is self.preceding):
@@ -500,7 +523,7 @@ class KeyFlow:
         if folded:
             self.findings.append(Finding("JG602", use, None, _same_key_note(key, folded[0], count)))
         base = key.split("[")[0]
-        if base == self.key_param and base not in state.rebound:
+        if base == self.key_param and base not in state.rebound and not (is_split and self._split_unused(node)):
             self.param_consumed = True
         previous = state.consumed.get(key)
         if previous is not None and self._repeated_split(previous, use):
@@ -960,6 +983,9 @@ class KeyReuse(_KeyRule):
         "import jax\ndef f(key, flag):\n    if flag:\n        a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return b\n",
         # a callee of this module that does draw from the key it is given
         "import jax\ndef noise(key, n):\n    return jax.random.normal(key, (n,))\ndef f(key):\n    return noise(key, 2), noise(key, 3)\n",
+        # ... by splitting it and drawing from a result
+        "import jax\ndef noise(key, n):\n    sub, key = jax.random.split(key)\n    return jax.random.normal(sub, (n,))\n"
+        "def f(key):\n    return noise(key, 2), jax.random.uniform(key)\n",
         # a model's init draws its parameters from the key
         "import jax\ndef f(model, x):\n    key = jax.random.key(0)\n    params = model.init(key, x)\n"
         "    return params, jax.random.normal(key, x.shape)\n",
@@ -971,6 +997,9 @@ class KeyReuse(_KeyRule):
         "    x = jnp.where(square, jax.random.uniform(key, (2,)), 0.0)\n    return x + jax.random.normal(key, (2,))\n",
     )
     valid = (
+        # a callee whose split results are never read: a dead split draws nothing
+        "import jax\ndef scale(key, x):\n    sub, key = jax.random.split(key)\n    return x * 2\n"
+        "def f(key, x):\n    return scale(key, x), jax.random.uniform(key)\n",
         # an attribute only a base class from elsewhere provides: maybe a property that
         # splits a fresh key on every read
         "import jax\nfrom base import KeyMixin\nclass Sampler(KeyMixin):\n    def draw(self):\n"

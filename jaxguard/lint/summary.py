@@ -423,7 +423,7 @@ class _Summariser:
             if param in not_keys:
                 continue  # `rng: Variable`: the author declared a type no key has
             # any parameter may receive a key from a caller; only what is not IGNORES is kept
-            verdict = _KeyUses(self, param, loads.get(param, []), flat.parents, local, cls, self_name).verdict()
+            verdict = _KeyUses(self, param, loads, flat.parents, local, cls, self_name).verdict()
             if verdict != IGNORES:
                 info["keys"][param] = verdict
         self.summary["functions"][qualname] = info
@@ -434,13 +434,14 @@ class _KeyUses:
     takes it), ignores (never read, or rebound by `fold_in` before any other use), passes it
     on ([callee, position or keyword], judged by the index) or unknown."""
 
-    def __init__(self, summariser: _Summariser, param: str, loads: list[ast.Name], parents, local, cls, self_name) -> None:
+    def __init__(self, summariser: _Summariser, param: str, all_loads: dict[str, list[ast.Name]], parents, local, cls, self_name) -> None:
         self.s, self.param = summariser, param
         self.local, self.cls, self.self_name = local, cls, self_name
+        self.all_loads, self.parents = all_loads, parents
         self.draws = False
         self.unknown = False
         self.passes: list[list] = []
-        loads = sorted(loads, key=lambda n: (n.lineno, n.col_offset))
+        loads = sorted(all_loads.get(param, []), key=lambda n: (n.lineno, n.col_offset))
         if loads and self._rederived_first(loads[0], parents):
             return  # `key = fold_in(key, step)` first: the caller's key is not drawn here
         if any(_stored_attribute(name, parents) for name in loads):
@@ -456,6 +457,25 @@ class _KeyUses:
         if self.passes:
             return self.passes
         return IGNORES
+
+    def _results_unused(self, call: ast.Call) -> bool:
+        """`sub, key = split(key)` and neither name is read again: a dead split draws nothing."""
+        statement = self.parents.get(id(call))
+        if isinstance(statement, ast.Expr):
+            return True
+        if not (isinstance(statement, ast.Assign) and statement.value is call):
+            return False
+        targets = []
+        for target in statement.targets:
+            elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            for element in elements:
+                if isinstance(element, ast.Starred):
+                    element = element.value
+                if not isinstance(element, ast.Name):
+                    return False  # stored in an attribute or a container: kept
+                targets.append(element.id)
+        inside = {id(node) for node in ast.walk(call)}
+        return not any(id(load) not in inside for name in targets for load in self.all_loads.get(name, []))
 
     def _rederived_first(self, name: ast.Name, parents) -> bool:
         call = parents.get(id(name))
@@ -485,8 +505,8 @@ class _KeyUses:
             return
         target = self.s.qualify(call.func, self.local, self.cls, self.self_name)
         if target is not None and target.startswith("jax.random."):
-            if position == 0 or keyword == "key":
-                self.draws = self.draws or target not in NOT_CONSUMING
+            if (position == 0 or keyword == "key") and target not in NOT_CONSUMING:
+                self.draws = self.draws or not (target == "jax.random.split" and self._results_unused(call))
             return
         tail = target.rsplit(".", 1)[-1] if target else (call.func.attr if isinstance(call.func, ast.Attribute) else "")
         if (target or "").startswith(KEY_NEUTRAL_PREFIXES) or KEY_LOOKING.match(tail):
