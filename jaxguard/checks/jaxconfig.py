@@ -245,21 +245,31 @@ def _is_false_literal(node: cst.BaseExpression) -> bool:
     return text is not None and text.strip().lower() in ("0", "false", "no", "off", "")
 
 
-def x64_enabling(ctx, node: cst.CSTNode) -> bool | None:
-    """True if `node` enables x64 (update, environment variable); None if unrelated."""
+def _is_true_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Name):
+        return node.value == "True"
+    if isinstance(node, cst.Integer):
+        return node.value != "0"
+    text = literal_str(node)
+    return text is not None and text.strip().lower() in ("1", "true", "yes", "on")
+
+
+def x64_setting(ctx, node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The value `node` sets x64 to (a config update, the environment variable); None if
+    `node` does not set it."""
     if isinstance(node, cst.Call):
         qualified = ctx.qualname(node.func)
         args = positional(node)
         if qualified == "jax.config.update" and len(args) == 2 and literal_str(args[0]) == "jax_enable_x64":
-            return not _is_false_literal(args[1])
+            return args[1]
         if qualified in ("os.environ.setdefault", "os.putenv") and len(args) == 2 and literal_str(args[0]) == "JAX_ENABLE_X64":
-            return not _is_false_literal(args[1])
+            return args[1]
     if isinstance(node, cst.Assign):
         for target in node.targets:
             subscript = target.target
             if isinstance(subscript, cst.Subscript) and ctx.qualname(subscript.value) == "os.environ":
                 if environ_key(subscript) == "JAX_ENABLE_X64":
-                    return not _is_false_literal(node.value)
+                    return node.value
     return None
 
 
@@ -359,7 +369,9 @@ class X64EnabledTooLate(Rule):
         Flags `jax.config.update("jax_enable_x64", True)` (or `os.environ["JAX_ENABLE_X64"]`)
         that runs after this module already created JAX arrays or called JAX functions at
         module level, and the same update inside a traced function, or inside a function after
-        that function already used JAX. Repeating the update when x64 is already on is fine.
+        that function already used JAX. Repeating the update when x64 is already on is fine,
+        and a switch to a variable (restoring a saved setting, a user's option) is not
+        reported: it may be off.
     """
     why = """
         x64 mode is read when values are created and functions are traced: arrays made (and
@@ -401,6 +413,10 @@ class X64EnabledTooLate(Rule):
         "import jax\nimport jax.numpy as jnp\njax.config.update('jax_enable_x64', True)\nx = jnp.ones(3)\njax.config.update('jax_enable_x64', True)\n",
         "import jax\ndef enable():\n    jax.config.update('jax_enable_x64', True)\nenable()\n",
         "import jax\nimport jax.numpy as jnp\nx = jnp.ones(3)\njax.config.update('jax_enable_x64', False)\n",
+        # restoring the setting the function saved: on only if it was on before
+        "import jax\nimport jax.numpy as jnp\ndef solve(a):\n    saved = jax.config.read('jax_enable_x64')\n"
+        "    jax.config.update('jax_enable_x64', True)\n    x = jnp.linalg.eigh(a)\n"
+        "    jax.config.update('jax_enable_x64', saved)\n    return x\n",
         "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnums=0)\ndef f(n, x):\n    return x\n"
         "jax.config.update('jax_enable_x64', True)\n",
     )
@@ -429,8 +445,8 @@ class X64EnabledTooLate(Rule):
         return ctx.facts.jitted_spec(node.func, ctx.scope) is not None
 
     def visit_Call(self, node: cst.Call) -> None:
-        enabling = x64_enabling(self.ctx, node)
-        if enabling is None:
+        value = x64_setting(self.ctx, node)
+        if value is None:
             if self._creates_arrays(node):
                 function = self.ctx.function
                 if function is not None:
@@ -438,22 +454,25 @@ class X64EnabledTooLate(Rule):
                 elif not self.lambdas:
                     self.module_used_jax = True  # not in a lambda's body: that runs when called
             return
-        self._update(node, enabling)
+        self._update(node, value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        enabling = x64_enabling(self.ctx, node)
-        if enabling is not None:
-            self._update(node, enabling)
+        value = x64_setting(self.ctx, node)
+        if value is not None:
+            self._update(node, value)
 
-    def _update(self, node: cst.CSTNode, enabling: bool) -> None:
+    def _update(self, node: cst.CSTNode, value: cst.BaseExpression) -> None:
+        """Only a switch to a literal true value is reported: a variable (restoring the
+        setting a function saved, a user's option) may be off."""
         ctx = self.ctx
         function = ctx.function
+        enabling = not _is_false_literal(value)
         if function is None:
-            if enabling and self.module_used_jax and not self.enabled:
+            if _is_true_literal(value) and self.module_used_jax and not self.enabled:
                 self.report(node, self.message.format(where="after this module already created JAX arrays"))
             self.enabled = self.enabled or enabling
             return
-        if not enabling:
+        if not _is_true_literal(value):
             return
         if function.traced:
             self.report(node, self.message.format(where=f"inside a traced function ('{function.name}')"))
