@@ -736,6 +736,9 @@ class JitInLoop(Rule):
         "        jax.jit(f)(y)\n",
     )
     valid = (
+        # ahead-of-time compilation: each `.lower(...).compile()` asks for a compile
+        "import jax\ndef warm(engine, shapes):\n    out = {}\n    for n, shape in shapes.items():\n"
+        "        out[n] = jax.jit(engine.prefill).lower(shape).compile()\n    return out\n",
         # an autotuner: it times one compile per candidate it is given
         "import time\nimport jax\ndef tune(make, candidates, x):\n    best = None\n    for cfg in candidates:\n"
         "        fn = make(cfg)\n        start = time.perf_counter()\n        jax.jit(fn)(x).block_until_ready()\n"
@@ -865,6 +868,10 @@ class JitInLoop(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if ctx.in_traced:
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and ctx.facts.is_abstract_trace(node, ctx.scope):
+            self.reported.add(func.value)  # `jax.jit(f).lower(x).compile()`: an explicit compile, asked for each time
             return
         # jax.jit(f)(args): a jitted callable built and called in one expression
         if isinstance(node.func, cst.Call) and self._is_jit(node.func):
