@@ -96,7 +96,7 @@ def test_seed_in_the_iterable_of_a_for_is_made_once():
 # 3. JG102: a table built, then frozen, before the def ---------------------------------------
 
 
-def test_module_table_frozen_before_the_def_but_not_after():
+def test_module_table_frozen_before_the_first_call_but_not_after():
     before = """
     import jax
     import numpy as np
@@ -110,8 +110,10 @@ def test_module_table_frozen_before_the_def_but_not_after():
     def legal(i):
         return MOVES[i]
     """
-    after = textwrap.dedent(before) + "MOVES = MOVES * 2\n"
+    rebuilt = textwrap.dedent(before) + "MOVES = MOVES * 2\n"  # after the def, before any call
+    after = textwrap.dedent(before) + "legal(0)\nMOVES = MOVES * 2\n"
     assert "JG102" not in found(before)
+    assert "JG102" not in found(rebuilt)
     assert "JG102" in found(after)
 
 

@@ -439,7 +439,9 @@ class TracedReadsMutableGlobal(Rule):
         def apply(x):
             return x * scale
 
+        print(apply(1.0))  # 1.0
         scale = 10.0
+        print(apply(1.0))  # still 1.0: the compiled code kept the old scale
     """
     use_instead = """
         import jax
@@ -451,7 +453,7 @@ class TracedReadsMutableGlobal(Rule):
     invalid = (
         "import jax\ng = 0.\ndef f(x):\n    return x + g\nprint(jax.jit(f)(4.))\ng = 10.\n",
         "import jax\ncount = 0\n@jax.jit\ndef f(x):\n    return x + count\ndef bump():\n    global count\n    count = count + 1\n",
-        "import jax\nlr = 0.1\n@jax.jit\ndef f(x):\n    return x * lr\nlr *= 0.5\n",
+        "import jax\nlr = 0.1\n@jax.jit\ndef f(x):\n    return x * lr\ny = f(1.0)\nlr *= 0.5\n",
         # rebound at module level after the def (a schedule changed between calls)
         "import jax\nimport jax.numpy as jnp\nTABLE = jnp.zeros(3)\n@jax.jit\ndef f(i):\n    return TABLE[i]\n"
         "for step in range(3):\n    TABLE = TABLE + 1\n    f(0)\n",
@@ -478,6 +480,9 @@ class TracedReadsMutableGlobal(Rule):
         "    return _comm\ndef reset():\n    global _comm\n    _comm = None\n@jax.jit\ndef f(x):\n    comm = _comm\n    return x\n",
     )
     valid = (
+        # rebound before anything could call the function: it only ever sees the final value
+        "import jax\nfrom collections import namedtuple\nParams = ['a', 'b']\n@jax.jit\ndef f(p):\n"
+        "    return Params(*p)\nParams = namedtuple('Params', Params)\n",
         # a decorator's arguments are read where the `def` runs, not inside the trace
         "import jax\ndev = 1\ndef test_a():\n    @jax.jit\n    @wrap(dev)\n    def circuit(x):\n        return x\n"
         "    return circuit(1.0)\ndev = 2\n",
@@ -752,6 +757,8 @@ class TracedWritesOuterState(Rule):
         "            self.rng, key = jax.random.split(self.rng)\n            return x * 2\n"
         "        return jax.jit(apply)(batch)\n",
         "import jax\n@jax.jit\ndef rename(obj):\n    obj.name += '_x'\n    return obj\n",
+        # changed, then only another attribute read: the caller's object never sees it
+        "import jax\n@jax.jit\ndef loss(params, batch):\n    batch.r = batch.r * 2\n    return params * batch.obs\n",
         # the changed part is not the part handed back: the caller's object never sees it
         "import jax\n@jax.jit\ndef sample(data):\n    data.rng._state = data.rng._state + 1\n    return data.flux\n",
         "import jax\ndef outer():\n    total = 0\n    @jax.jit\n    def f(x):\n        nonlocal total\n        total += x\n        return x\n    return f\n",
@@ -772,6 +779,9 @@ class TracedWritesOuterState(Rule):
         "import jax\n@jax.jit\ndef f(x):\n    global CONSTANT\n    return x * CONSTANT\n",
         # an argument's part changed and that part handed back (jit rebuilds the argument)
         "import jax\n@jax.jit\ndef sample(data):\n    data.rng._state = data.rng._state + 1\n    return data.flux, data.rng\n",
+        # an argument's part changed and then read in the same trace (muax's losses)
+        "import jax\n@jax.jit\ndef loss(params, batch):\n    batch.r = batch.r * 2\n"
+        "    def body(i, acc):\n        return acc + batch.r[i]\n    return jax.lax.fori_loop(0, 3, body, params)\n",
         # a helper that changes the state it is given and hands it back (lax.cond rebuilds `s`)
         "import jax\nclass Env:\n    def step(self, state, ok, i):\n"
         "        return jax.lax.cond(ok, lambda s: self._pack(s, i), lambda s: s, state)\n"
@@ -825,9 +835,15 @@ class TracedWritesOuterState(Rule):
                 return  # a helper that traced code calls: what it stores is not proven a tracer
             if ctx.facts.only_unstaged(ctx.function) and not TracedFlow.of(ctx).origins(value, ctx):
                 return  # vmap or grad alone runs the body on every call: only a traced value leaks
-            # a returned argument's data may change; a string (static metadata) changes only while tracing
-            if _handed_back(ctx, target) and not isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            # a string (static metadata) changes only while tracing: cached calls skip it
+            if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+                self.report(target, self.message.format(target=ctx.code(target)))
                 return
+            if _handed_back(ctx, target):
+                return  # a returned argument's data may change (the transformation rebuilt it)
+            function = ctx.function
+            if root in function.traced_params and ctx.scope.lookup(root) is function.scope and _read_later(ctx, function, dotted_name(target) or root):
+                return  # the transformation rebuilt the argument: changed for this trace's own later use
             self.report(target, self.message.format(target=ctx.code(target)))
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
@@ -900,6 +916,40 @@ def _cell_of_traced_call(ctx, name: str) -> bool:
     owner = parent.lookup(name) if parent is not None else None
     function = owner.function if owner is not None else None
     return function is not None and function.traced and not function.abstract_only
+
+
+def _read_later(ctx, function: FunctionInfo, path: str) -> bool:
+    """`path` (a name, or `name.attr`) is read in a statement after the one that changes it
+    (`state[k] = v`, then `model(state)`; `batch.r = f(batch.r)`, then `batch.r[:, i]`): the
+    change is for the function's own use (read there or in a function nested in it). A
+    dotted path is read through itself, a longer path, or its root passed whole;
+    `batch.obs` does not read `batch.r`."""
+    statement = ctx.statement_stack[-1] if ctx.statement_stack else None
+    root = path.split(".")[0]
+    loads = ctx.facts.loads
+    found = [False]
+    after = [False]
+
+    class _Scan(Visitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            dotted = dotted_name(node)
+            if after[0] and dotted is not None and (dotted == path or dotted.startswith(path + ".")):
+                found[0] = True
+            if isinstance(node.value, cst.Name) and "." in path:
+                roots.add(node.value)  # `batch.obs`: not the whole of `batch`
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if after[0] and node.value == root and node in loads and node not in roots:
+                found[0] = True
+
+        def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            after[0] = after[0] or node is statement
+
+    roots: set[cst.Name] = set()
+    if statement is None or isinstance(function.node, cst.Lambda):
+        return False
+    walk(function.node, _Scan())
+    return found[0]
 
 
 # Methods that only a list/dict/set/deque has: a call mutates the receiver.
@@ -1102,7 +1152,7 @@ class TracedMutatesOuterContainer(Rule):
         if owner.function is not None and name.value in owner.params:
             if _kwargs(owner.function, name.value) or name.value in _returned_names(owner.function):
                 return  # a new dict each call; or changed and handed back to the caller
-            if (owner.function is function or owner.function.params_traced) and self._read_later(function, name.value):
+            if (owner.function is function or owner.function.params_traced) and _read_later(ctx, function, name.value):
                 return  # filled in for this function's own use: a merge inside the trace
             if not owner.function.params_traced and not self._outer_container_passed(owner.function, name.value):
                 return  # a helper's argument: made inside the same trace unless a caller shows otherwise
@@ -1114,31 +1164,6 @@ class TracedMutatesOuterContainer(Rule):
             return  # vmap or grad alone runs the body on every call: only a traced value leaks
         self.report(node, self.message.format(name=name.value))
 
-
-    def _read_later(self, function: FunctionInfo, name: str) -> bool:
-        """`name` is read in a statement after the one that changes it (`state[k] = v` in a
-        loop, then `model(state)`): the change is for the function's own use."""
-        ctx = self.ctx
-        statement = ctx.statement_stack[-1] if ctx.statement_stack else None
-        loads = ctx.facts.loads
-        found = [False]
-        after = [False]
-
-        class _Scan(Visitor):
-            def visit_Name(self, node: cst.Name) -> None:
-                if after[0] and node.value == name and node in loads:
-                    found[0] = True
-
-            def leave_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-                after[0] = after[0] or node is statement
-
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is function.node
-
-        if statement is None or isinstance(function.node, cst.Lambda):
-            return False
-        walk(function.node, _Scan())
-        return found[0]
 
     def _outer_container_passed(self, helper: FunctionInfo, param: str) -> bool:
         """A call of `helper` in this module passes, as `param`, a container from outside the

@@ -657,6 +657,8 @@ class _Collector(Visitor):
         function = self.scope.function
         if function is not None:
             function.calls.append(node)
+        else:
+            self.facts.import_time_calls.append((node, self.events))
         if isinstance(node.func, cst.Call):
             self.facts.invoked.add(node.func)
         if call_tail(node.func) in _INTERESTING_CALL_TAILS:
@@ -686,6 +688,11 @@ def node_name(node: cst.CSTNode) -> str | None:
 
 # Transformations that trace a function anew on every call (nothing staged and kept).
 _UNSTAGED = frozenset({"jax.vmap", *GRAD_TRANSFORMS})
+# Calls that take a function and return a wrapper, without calling it.
+_WRAPS_WITHOUT_CALLING = frozenset(
+    {*TRACING_TRANSFORMS, *GRAD_TRANSFORMS, "functools.partial", "functools.wraps", "jax.custom_jvp", "jax.custom_vjp",
+     "jax.tree_util.Partial"}
+) - {"jax.eval_shape", "jax.vjp", "jax.jvp", "jax.linearize", "equinox.filter_vjp", "equinox.filter_jvp"}
 
 
 def call_tail(func: cst.BaseExpression) -> str | None:
@@ -757,6 +764,9 @@ class ModuleFacts:
         self.maybe_dead = False
         # module-level name -> the `order` of its last module-level binding
         self.last_module_binding: dict[str, int] = {}
+        # calls made while the module is imported (at module level or in a class body), each
+        # with the number of module-level bindings and definitions made before it
+        self.import_time_calls: list[tuple[cst.Call, int]] = []
         # names (per binding scope) that hold a compiled function, with its static spec
         self.jitted_names: dict[tuple[Scope, str], StaticSpec] = {}
         # calls of the form `transform(f)` whose result is a compiled function
@@ -853,7 +863,34 @@ class ModuleFacts:
         the final value."""
         if name in self.globals_assigned_in_functions:
             return False
-        return self.last_module_binding.get(name, 0) < info.order
+        last = self.last_module_binding.get(name, 0)
+        # rebound after the def, but before anything run at import could call the function
+        return last < info.order or not any(
+            info.order <= at <= last and self._may_run_module_code(call) for call, at in self.import_time_calls
+        )
+
+    def _may_run_module_code(self, call: cst.Call) -> bool:
+        """A call made at import that may run a function of this module: it calls one (or
+        what a call returned: `jax.jit(f)(x)`), or hands one to a library that calls it
+        (`lax.scan(body, ...)`; `jax.jit(f)` only wraps it)."""
+        func = call.func
+        while isinstance(func, cst.Attribute):
+            func = func.value
+        if not isinstance(func, cst.Name):
+            return True
+        scope = self.module_scope
+        if func.value not in scope.imports and (func.value in scope.values or func.value in scope.defs or func.value in scope.classes):
+            return True
+        if (self.qualname(call.func, scope) or "") in _WRAPS_WITHOUT_CALLING:
+            return False
+        return any(
+            isinstance(arg.value, cst.Name) and arg.value.value not in scope.imports and (
+                arg.value.value in scope.defs or arg.value.value in scope.classes
+                or any(isinstance(v, cst.Lambda) for v in scope.values.get(arg.value.value, ()))
+                or (scope, arg.value.value) in self.jitted_names
+            )
+            for arg in call.args
+        )
 
     @functools.cached_property
     def constant_flags(self) -> dict[str, bool]:
