@@ -119,7 +119,7 @@ def test_a_key_passed_on_through_two_modules_is_followed(tmp_path):
     assert not any(path == "pkg/top.py" and line == 8 for path, line, _ in lines)
 
 
-X64_MODULE = "import jax.numpy as jnp\ndef f(x):\n    return x.astype(jnp.float64)\n"
+X64_MODULE = "import jax.numpy as jnp\ndef f(n):\n    return jnp.zeros(n, jnp.float64)\n"
 
 
 @pytest.mark.parametrize("where", [
@@ -620,3 +620,34 @@ def test_a_memoized_function_does_not_carry_tracing_into_what_it_calls(tmp_path,
         "pkg/ops.py": "import jax\nfrom pkg.register import register\n@jax.jit\ndef attention(q):\n    register()\n    return q\n",
     })
     assert (("pkg/build.py", "JG105") in found(root, "pkg")) is not memoized
+
+
+@pytest.mark.parametrize("array_type, reported", [("jnp.ndarray", True), ("np.ndarray", False)])
+def test_a_project_alias_of_an_outside_name_is_that_name(tmp_path, array_type, reported):
+    # jax-md: `Array = jnp.ndarray` and `f64 = jnp.float64` in util, `Array = util.Array` elsewhere
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/util.py": f"import numpy as np\nimport jax.numpy as jnp\nArray = {array_type}\nf64 = jnp.float64\n",
+        "pkg/energy.py": (
+            "import jax.numpy as jnp\nfrom pkg import util\nArray = util.Array\n"
+            "def bonds(dist: Array):\n    return dist.astype(jnp.float64)\n"
+            "def spacing(delta):\n    return util.f64(delta)\n"
+        ),
+    })
+    lines = check(root, "pkg", "--select", "JG903")
+    assert ("pkg/energy.py", 7, "JG903") in lines  # `util.f64(delta)` is `jnp.float64(delta)`
+    assert (("pkg/energy.py", 5, "JG903") in lines) == reported  # a JAX array only if util says so
+    assert not any(line == 7 for _, line, _ in check(root, "pkg", "--select", "JG903", "--no-project-index"))
+
+
+def test_a_name_a_project_module_binds_two_ways_is_not_an_alias(tmp_path):
+    # desc's backend: `if use_jax: from jax import jit` / `else: jit = lambda f: f`
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/backend.py": "import os\nif os.environ.get('BACKEND') != 'numpy':\n    from jax import jit\nelse:\n    jit = lambda f: f\n",
+        "pkg/solve.py": "from pkg.backend import jit\ndef put(x, i):\n    return x\ndef run(x, modes):\n    for i in modes:\n        x = jit(put)(x, i)\n    return x\n",
+        "pkg/solve_jax.py": "from jax import jit\ndef put(x, i):\n    return x\ndef run(x, modes):\n    for i in modes:\n        x = jit(put)(x, i)\n    return x\n",
+    })
+    lines = check(root, "pkg", "--select", "JG109")
+    assert ("pkg/solve_jax.py", 6, "JG109") in lines
+    assert not any(path == "pkg/solve.py" for path, _, _ in lines)

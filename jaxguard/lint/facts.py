@@ -1083,7 +1083,7 @@ class ModuleFacts:
             if owner is None:
                 return f"builtins.{name}" if name in BUILTIN_NAMES else None
             if name in owner.imports and name not in owner.values:
-                return owner.imports[name]
+                return self._external(owner.imports[name])
             values = owner.values.get(name)
             if values and len(values) == 1 and values[0] is not None and name not in owner.imports:
                 value = values[0]
@@ -1091,12 +1091,17 @@ class ModuleFacts:
                 if isinstance(value, (cst.Name, cst.Attribute)):
                     return self.qualname(value, owner, _depth + 1)
             if name in owner.imports:
-                return owner.imports[name]
+                return self._external(owner.imports[name])
             return None
         if isinstance(node, cst.Attribute):
             base = self.qualname(node.value, scope, _depth + 1)
-            return None if base is None else f"{base}.{node.attr.value}"
+            return None if base is None else self._external(f"{base}.{node.attr.value}")
         return None
+
+    def _external(self, qualified: str) -> str:
+        """A project module's alias of an outside name (`util.Array` for `jnp.ndarray`), as
+        that name: the project index knows what other modules bind."""
+        return self.project.external(qualified) if self.project is not None else qualified
 
     def function_for(self, node: cst.BaseExpression, scope: Scope) -> FunctionInfo | None:
         """The module-local function an expression refers to: a name, `self.m`, a lambda, a partial."""

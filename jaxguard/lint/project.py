@@ -85,10 +85,23 @@ class ProjectView:
     callees: tuple[Callee, ...] = ()  # project functions of other modules this one calls
     static_methods: tuple = ()  # method names whose every project definition is static
     static_attributes: tuple = ()  # field names every project class keeps static (for traced code)
+    # names this module imports that a project module binds to something outside the project
+    # (`Array = jnp.ndarray` in `pkg.util`): ("pkg.util.Array", "jax.numpy.ndarray")
+    aliases: tuple = ()
 
     @cached_property
     def _callees(self) -> dict[str, Callee]:
         return {entry.name: entry for entry in self.callees}
+
+    @cached_property
+    def _aliases(self) -> dict[str, str]:
+        return dict(self.aliases)
+
+    def external(self, qualified: str) -> str:
+        """What a project alias names outside the project, else `qualified` itself."""
+        if not self.aliases:
+            return qualified
+        return self._aliases.get(self.absolute(qualified), qualified)
 
     def absolute(self, qualified: str) -> str:
         """`..utils.f` as the per-module facts record a relative import -> `pkg.utils.f`."""
@@ -231,6 +244,36 @@ class ProjectIndex:
                     return found
             return None
         return None
+
+    def external_alias(self, qualified: str, depth: int = 0) -> str | None:
+        """`pkg.util.Array` where `pkg/util.py` says `Array = jnp.ndarray` (or imports it):
+        the name outside the project it stands for; None if it is not such an alias."""
+        module = self.module_of(qualified)
+        if module is None or module == qualified or depth > 10:
+            return None
+        head, *tail = qualified[len(module) + 1:].split(".")
+        summary = self.summaries[module]
+        if head in summary.get("unaliased", ()) or head in summary["functions"] or head in summary["static_fields"]:
+            return None  # also bound to something else: which one a caller gets is not known
+        for table in (summary["aliases"], summary["imports"]):
+            target = table.get(head)
+            if target is not None and target != qualified:
+                target = ".".join([target, *tail])
+                return target if self.module_of(target) is None else self.external_alias(target, depth + 1)
+        return None
+
+    def _aliases_for(self, summary: dict) -> tuple:
+        """The project aliases of outside names that a module's imports reach (its view's
+        `aliases`): the names it imports, and the aliases of the project modules it imports."""
+        found = {}
+        for imported in summary["imports"].values():
+            module = self.summaries.get(imported)
+            names = [f"{imported}.{name}" for name in module["aliases"]] if module is not None else [imported]
+            for name in names:
+                target = self.external_alias(name)
+                if target is not None:
+                    found[name] = target
+        return tuple(sorted(found.items()))
 
     def module_of(self, qualified: str) -> str | None:
         parts = qualified.split(".")
@@ -496,6 +539,7 @@ class ProjectIndex:
             callees=tuple(sorted(callees)),
             static_methods=tuple(sorted(m for m in methods if self.static_method(m))),
             static_attributes=self._static_attribute_list,
+            aliases=self._aliases_for(summary),
         )
 
 

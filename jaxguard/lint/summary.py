@@ -32,7 +32,7 @@ from jaxguard.lint.jaxapi import (
     TRACING_TRANSFORMS,
 )
 
-VERSION = 5  # of the summary format (part of its cache key)
+VERSION = 6  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code).
@@ -53,7 +53,7 @@ _X64_VALUES = (True, 1, "1", "true", "True")
 def empty_summary() -> dict:
     return {
         "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "imports_submodules": False, "lazy_imports": [], "x64_on_demand": False, "marks": [], "functions": {}, "static_fields": {},
-        "fields": [], "aliases": {}, "module_calls": [],
+        "fields": [], "aliases": {}, "unaliased": [], "module_calls": [],
     }
 
 
@@ -211,6 +211,13 @@ class _Summariser:
         for node in at_import_code:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self._alias(node.targets[0].id, node.value)
+        # names bound at import to something that is not an alias (`jit = lambda f: f` in the
+        # numpy branch of `if use_jax: from jax import jit`): what they stand for is not known
+        summary["unaliased"] = sorted({
+            target.id for node in at_import_code if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name) and target.id not in summary["aliases"]
+        })
         fields: set[str] = set()  # every annotated class field: a static field's name may be reused
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
