@@ -283,7 +283,7 @@ def module_x64_aware(ctx) -> bool:
         return bool(cached)
     code = ctx.source
     aware = False
-    if "x64" in code or "X64" in code:
+    if "x64" in code or "X64" in code or ").dtype" in code:  # (the last: a probe, `_probes_x64`)
         aware = _scan_x64(ctx)
     ctx.facts.derived["jaxguard.x64_aware"] = aware
     return aware
@@ -315,6 +315,8 @@ def _scan_x64(ctx) -> bool:
                 for arg in node.args:
                     if arg.keyword is not None and arg.keyword.value == "jax_enable_x64":
                         found[0] = True
+            elif isinstance(node, cst.Comparison) and _probes_x64(node):
+                found[0] = True
             elif isinstance(node, cst.SimpleString):
                 if literal_str(node) in ("JAX_ENABLE_X64",):
                     found[0] = True
@@ -336,6 +338,17 @@ def _scan_x64(ctx) -> bool:
 
     facts.module.visit(_Scan())
     return found[0]
+
+
+def _probes_x64(comparison: cst.Comparison) -> bool:
+    """`jnp.zeros(1, jnp.float64).dtype == jnp.float64`: a 64-bit request made to see what
+    JAX gives, the check of whether x64 is on."""
+    sides = [comparison.left, *(target.comparator for target in comparison.comparisons)]
+    for side in sides:
+        if isinstance(side, cst.Attribute) and side.attr.value == "dtype" and isinstance(side.value, cst.Call):
+            if any("64" in cst.Module([]).code_for_node(arg.value) for arg in side.value.args):
+                return True
+    return False
 
 
 def x64_dtype(ctx, node: cst.BaseExpression, strings: bool = True) -> str | None:
@@ -548,6 +561,9 @@ class X64DtypeWithoutX64(Rule):
         "import jax\nimport jax.numpy as jnp\ndef f(x):\n    dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32\n    return x.astype(dtype)\n",
         "import jax.numpy as jnp\nimport numpy as np\ndef host(x):\n    return np.asarray(x).astype(jnp.float64)\n",
         "import jax.numpy as jnp\nDTYPES = {jnp.float32: 'f', jnp.float64: 'd'}\n",
+        # a request made to see whether JAX keeps it: the check of the x64 flag
+        "import jax.numpy as jnp\ndef double_enabled():\n    return jnp.zeros(1, jnp.float64).dtype == jnp.float64\n"
+        "def grid(n):\n    return jnp.zeros((n, n), jnp.float64)\n",
     )
 
     def __init__(self, ctx) -> None:
