@@ -723,6 +723,9 @@ class JitInLoop(Rule):
         "import jax\ndef run(batches, x):\n    for batch in batches:\n        @jax.jit\n        def f(x):\n"
         "            return x * batch\n        x = f(x)\n    return x\n",
         "import jax\ndef run(f, xs):\n    for x in xs:\n        x = jax.jit(jax.vmap(f))(x)\n    return x\n",
+        # an equinox wrapper made anew, but equal to the last: no retrace, only the slow path
+        "import equinox as eqx\ndef scan(test, chunks, y):\n    for chunk in chunks:\n"
+        "        r = eqx.filter_jit(eqx.filter_vmap(test, in_axes=(None, 1)))(chunk, y)\n    return r\n",
         # a method of an object the loop rebinds: a new bound method every iteration
         "import jax\ndef fill(buffer, items):\n    for item in items:\n        buffer = jax.jit(buffer.insert)(item)\n"
         "    return buffer\n",
@@ -896,7 +899,7 @@ class JitInLoop(Rule):
                     retrace = "no retrace unless its static arguments change" if static else "no retrace"
                     self._report(
                         built,
-                        "jax.jit(f)(...) inside a loop wraps the same function again every iteration: jit's cache "
+                        f"{self._transform_name(built)}(f)(...) inside a loop wraps the same function again every iteration: jit's cache "
                         f"finds the compiled code ({retrace}), but every call goes through jit's slow path",
                         recompiles=False,
                     )
@@ -1094,8 +1097,11 @@ class JitInLoop(Rule):
         if isinstance(target, cst.Lambda):
             return "a lambda"
         if isinstance(target, cst.Call):
-            if self.ctx.qualname(target.func) == "functools.partial":
+            inner = self.ctx.qualname(target.func) or ""
+            if inner == "functools.partial":
                 return "a functools.partial"
+            if inner.startswith("equinox.filter_") and self.ctx.qualname(call.func) == "equinox.filter_jit":
+                return ""  # equinox's wrappers are equal when their fields are: its jit cache finds the first
             return f"{_short(self.ctx, target.func, 30)}(...)"  # `jax.vmap(f)`: a new function per call
         info = self.ctx.facts.function_for(target, self.ctx.scope)
         if info is not None and self.ctx.function is not None and info.parent is self.ctx.function.scope:
