@@ -37,6 +37,7 @@ from jaxguard.lint.jaxapi import (
     KEY_NEUTRAL_PREFIXES,
     KEY_PARAM,
     NOT_CONSUMING,
+    TREE_MAPS,
 )
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.summary import DRAWS, IGNORES
@@ -313,7 +314,7 @@ class KeyFlow:
 
     def _call(self, call: cst.Call, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
         name = self.facts.qualname(call.func, self.scope)
-        if name in _TREE_MAPS and call.args and isinstance(call.args[0].value, cst.Lambda):
+        if name in TREE_MAPS and call.args and isinstance(call.args[0].value, cst.Lambda):
             self._mapped_lambda(call.args[0].value, name, shadowed)
         if name == "jax.random.fold_in":
             self._fold(call, state, shadowed)
@@ -824,9 +825,6 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # samplers that, given one key for several arrays of one length, reorder them alike: paired
 # data stays aligned, on purpose
 _REORDERINGS = ("permutation", "shuffle")
-# functions that call their first argument once per leaf of a pytree
-_TREE_MAPS = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map", "jax.tree_util.tree_map_with_path",
-                        "jax.tree.map_with_path"})
 
 
 class _CallCollector(Visitor):

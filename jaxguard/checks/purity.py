@@ -12,6 +12,7 @@ from jaxguard.lint.engine import AddImport, ReplaceNode
 from jaxguard.lint.facts import (
     FunctionInfo, ModuleFacts, dotted_name, keyword, literal_str, node_name, positional, target_name_nodes,
 )
+from jaxguard.lint.jaxapi import TREE_MAPS
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.traced import CONCRETE_ATTRS, CONCRETE_CALLS, TracedFlow
 from jaxguard.lint.walk import Visitor, walk
@@ -202,6 +203,8 @@ def _may_hold_array(ctx, node: cst.BaseExpression) -> bool:
         name = ctx.qualname(node.func) or ""
         if name in CONCRETE_CALLS:
             return False
+        if name in TREE_MAPS and node.args and isinstance(node.args[0].value, cst.Lambda):
+            return _may_hold_array(ctx, node.args[0].value.body)  # what the lambda makes of each leaf
         if ctx.kind_of(node) == kinds.JAX:
             return True
         return any(_may_hold_array(ctx, arg.value) for arg in node.args)
@@ -714,7 +717,10 @@ class TracedWritesOuterState(Rule):
     message = "traced function writes outer state ('{target}'): it runs only at trace time and leaks tracers"
     what = """
         Flags `global`/`nonlocal` rebinding, and attribute stores on objects the function did
-        not create, inside a traced function.
+        not create, inside a traced function. An attribute store is reported when what it
+        stores is shown to be a tracer (computed from a traced argument, or an array made in
+        the trace) or is a string of static metadata changed only while tracing; a static
+        object (a spec, a config, a tree structure) stored at trace time leaks nothing.
 
         Off in test files unless selected by its code: tests write outer state from traced
         code on purpose (a trace counter that checks there is no retrace, a write that must
@@ -757,6 +763,10 @@ class TracedWritesOuterState(Rule):
         "            self.rng, key = jax.random.split(self.rng)\n            return x * 2\n"
         "        return jax.jit(apply)(batch)\n",
         "import jax\n@jax.jit\ndef rename(obj):\n    obj.name += '_x'\n    return obj\n",
+        # the arrays of a pytree stored on `self` at trace time: tracers leak
+        "import jax\nclass Engine:\n    def init(self, params):\n        state = jax.jit(lambda p: p)(params)\n"
+        "        self.cache = jax.tree.map(lambda x: x * 2, state)\n        return state\n"
+        "    def run(self, params):\n        return jax.jit(self.init)(params)\n",
         # changed, then only another attribute read: the caller's object never sees it
         "import jax\n@jax.jit\ndef loss(params, batch):\n    batch.r = batch.r * 2\n    return params * batch.obs\n",
         # the changed part is not the part handed back: the caller's object never sees it
@@ -779,6 +789,10 @@ class TracedWritesOuterState(Rule):
         "import jax\n@jax.jit\ndef f(x):\n    global CONSTANT\n    return x * CONSTANT\n",
         # an argument's part changed and that part handed back (jit rebuilds the argument)
         "import jax\n@jax.jit\ndef sample(data):\n    data.rng._state = data.rng._state + 1\n    return data.flux, data.rng\n",
+        # a static object stored at trace time (aqt's Pallas BlockSpecs): no tracer
+        "import jax\nclass Kernel:\n    def run(self, x, specs):\n        def wrapped(x):\n"
+        "            self.in_specs = [spec.replace(memory='vmem') for spec in specs]\n            return x * 2\n"
+        "        return jax.jit(wrapped)(x)\n",
         # an argument's part changed and then read in the same trace (muax's losses)
         "import jax\n@jax.jit\ndef loss(params, batch):\n    batch.r = batch.r * 2\n"
         "    def body(i, acc):\n        return acc + batch.r[i]\n    return jax.lax.fori_loop(0, 3, body, params)\n",
@@ -833,12 +847,16 @@ class TracedWritesOuterState(Rule):
                 return  # an NNX Variable of an nnx.jit argument: the transformation carries it out
             if not _inside_a_transformed_function(ctx):
                 return  # a helper that traced code calls: what it stores is not proven a tracer
-            if ctx.facts.only_unstaged(ctx.function) and not TracedFlow.of(ctx).origins(value, ctx):
-                return  # vmap or grad alone runs the body on every call: only a traced value leaks
             # a string (static metadata) changes only while tracing: cached calls skip it
             if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-                self.report(target, self.message.format(target=ctx.code(target)))
+                if not ctx.facts.only_unstaged(ctx.function):
+                    self.report(target, self.message.format(target=ctx.code(target)))
                 return
+            traced = TracedFlow.of(ctx).origins(value, ctx)
+            if ctx.facts.only_unstaged(ctx.function) and not traced:
+                return  # vmap or grad alone runs the body on every call: only a traced value leaks
+            if not traced and not _may_hold_array(ctx, value):
+                return  # what is stored is not shown to be a tracer (a BlockSpec, a config object)
             if _handed_back(ctx, target):
                 return  # a returned argument's data may change (the transformation rebuilt it)
             function = ctx.function

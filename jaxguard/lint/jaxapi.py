@@ -141,3 +141,8 @@ ARRAY_METHODS = frozenset(
 # shard_map: called eagerly (`jax.shard_map(f, mesh=...)(x)` outside any trace) it runs f on
 # every call, per shard, with concrete values: nothing is traced once and cached.
 SHARD_MAPS = frozenset({"jax.shard_map", "jax.experimental.shard_map.shard_map"})
+
+# Functions that call their first argument once per leaf of a pytree.
+TREE_MAPS = frozenset({
+    "jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map", "jax.tree_util.tree_map_with_path", "jax.tree.map_with_path",
+})
