@@ -515,7 +515,8 @@ class X64DtypeWithoutX64(Rule):
         `lax.convert_element_type`, `.astype(jnp.float64)` on a JAX array, `jnp.float64(x)`,
         in a module that never enables x64. x64 counts as enabled by `jax.config.update(
         "jax_enable_x64", ...)`, the `JAX_ENABLE_X64` environment variable set in the module,
-        `jax.enable_x64(...)` contexts, code that reads the flag, and `x64 = true` in config;
+        `jax.enable_x64(...)` contexts, code that reads the flag or checks it (`jnp.zeros(1,
+        jnp.float64).dtype == jnp.float64`), and `x64 = true` in config;
         and when importing the module enables it: its package's `__init__` or a project module
         it imports (directly or through others) turns x64 on at import, or refuses to import
         (or warns) without it; an entry point that enables x64 and then imports the module;
