@@ -457,6 +457,8 @@ class TracedReadsMutableGlobal(Rule):
         "import jax\ng = 0.\ndef f(x):\n    return x + g\nprint(jax.jit(f)(4.))\ng = 10.\n",
         "import jax\ncount = 0\n@jax.jit\ndef f(x):\n    return x + count\ndef bump():\n    global count\n    count = count + 1\n",
         "import jax\nlr = 0.1\n@jax.jit\ndef f(x):\n    return x * lr\ny = f(1.0)\nlr *= 0.5\n",
+        # the same lambda kept and called again: compiled once, with the first value
+        "import jax\nbatch = 1.0\nf = jax.jit(lambda: batch * 2)\ny = f()\nbatch = 2.0\nz = f()\n",
         # rebound at module level after the def (a schedule changed between calls)
         "import jax\nimport jax.numpy as jnp\nTABLE = jnp.zeros(3)\n@jax.jit\ndef f(i):\n    return TABLE[i]\n"
         "for step in range(3):\n    TABLE = TABLE + 1\n    f(0)\n",
@@ -483,6 +485,8 @@ class TracedReadsMutableGlobal(Rule):
         "    return _comm\ndef reset():\n    global _comm\n    _comm = None\n@jax.jit\ndef f(x):\n    comm = _comm\n    return x\n",
     )
     valid = (
+        # a lambda compiled and called at once: traced anew every time, with the current value
+        "import jax\nbatch = 1.0\ny = jax.jit(lambda: batch * 2)()\nbatch = 2.0\nz = jax.jit(lambda: batch * 2)()\n",
         # rebound before anything could call the function: it only ever sees the final value
         "import jax\nfrom collections import namedtuple\nParams = ['a', 'b']\n@jax.jit\ndef f(p):\n"
         "    return Params(*p)\nParams = namedtuple('Params', Params)\n",
@@ -543,6 +547,11 @@ class TracedReadsMutableGlobal(Rule):
             return
         if facts.frozen_before(node.value, ctx.function) or facts.runs_abstractly(ctx.scope):
             return  # a table finished before the def; eval_shape / make_jaxpr cache nothing
+        info = ctx.function
+        while info is not None:
+            if facts.traced_afresh(info):
+                return  # `jax.jit(lambda: ...)()`: traced anew each time it runs, never stale
+            info = facts.enclosing_function(info.parent)
         self.report(node, self.message.format(name=node.value))
 
     def _is_load(self, node: cst.Name) -> bool:

@@ -1480,6 +1480,17 @@ class ModuleFacts:
         if transform in JIT_TRANSFORMS or transform == "jax.make_jaxpr":
             self.jit_calls[call] = spec
 
+    def traced_afresh(self, info: FunctionInfo) -> bool:
+        """A lambda compiled and called in one expression (`jax.jit(lambda: f(x))()`): each
+        run of that line makes a new function and traces it again, so it reads what its
+        outer names hold at that time; no compiled code of it is ever reused."""
+        if not isinstance(info.node, cst.Lambda):
+            return False
+        return any(
+            call in self.invoked and positional(call)[:1] and positional(call)[0] is info.node
+            for call in self.jit_calls
+        )
+
     def transform_call(self, call: cst.Call, scope: Scope) -> tuple[str, StaticSpec] | None:
         """`jax.jit(f, static_argnums=...)`, `partial(jax.jit, ...)(f)`, `jax.jit(static_argnums=...)(f)`:
         the transformation applied to the call's first argument, and its static spec."""
