@@ -1352,6 +1352,9 @@ class UnhashableStaticArg(Rule):
         "    def __init__(self, x: jnp.ndarray, mul: bool):\n        self.x = x\n        self.mul = mul\n"
         "    @partial(jax.jit, static_argnums=0)\n    def calc(self, y):\n        return self.x * y if self.mul else y\n"
         "    def __hash__(self):\n        return hash((self.x, self.mul))\n",
+        # ... a NumPy array made in __init__
+        "import numpy as np\nclass Spec:\n    def __init__(self, shape):\n        self.shape = np.asarray(shape)\n"
+        "    def __hash__(self):\n        return hash(self.shape)\n",
     )
     valid = (
         # a NumPy reduction over every axis is a NumPy scalar: hashable
@@ -1368,6 +1371,9 @@ class UnhashableStaticArg(Rule):
         # a hash over the static description only
         "import jax.numpy as jnp\nclass Scaler:\n    def __init__(self, x: jnp.ndarray, mul: bool):\n        self.x = x\n"
         "        self.mul = mul\n    def __hash__(self):\n        return hash((self.x.shape, self.mul))\n",
+        # a NumPy dtype (etils' ArraySpec): hashable, no array
+        "import numpy as np\nclass Spec:\n    def __init__(self, shape, dtype):\n        self.shape = tuple(shape)\n"
+        "        self.dtype = np.dtype(dtype)\n    def __hash__(self):\n        return hash((self.shape, self.dtype))\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1510,7 +1516,7 @@ def _array_attributes(facts, class_scope) -> set[str]:
         if isinstance(value, cst.Name):
             return value.value in array_params
         name = (facts.qualname(value.func, init.scope) or "") if isinstance(value, cst.Call) else ""
-        return name.startswith((*kinds.JAX_ARRAY_MODULES, "numpy.")) and name not in kinds.NOT_ARRAYS
+        return kinds.array_made_by(name) is not None
 
     class _Collect(Visitor):
         def visit_Assign(self, assign: cst.Assign) -> None:

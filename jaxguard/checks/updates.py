@@ -71,6 +71,8 @@ class InPlaceUpdate(Rule):
         "import jax.numpy as jnp\ndef f():\n    y = jnp.ones((2, 2))\n    y[:, 1] *= 2\n    return y\n",
         "import jax\n@jax.jit\ndef f(x):\n    x[0] = 0.0\n    return x\n",
         "from jax import numpy as np\nz = np.arange(5)\nz[1:3] -= 1\n",
+        # the parts of a split joined again: an array
+        "import jax.numpy as jnp\ndef f(x):\n    y = jnp.concatenate(jnp.split(x, 2))\n    y[0] = 0.0\n    return y\n",
         # an array leaf of a nested pytree
         "import jax.numpy as jnp\nparams = [{'w': jnp.ones((2, 2)), 'b': jnp.zeros(2)}]\nparams[0]['w'][0, 0] = 0.0\n",
         "import jax\n@jax.jit\ndef f(params):\n    params['layer']['w'][..., 0] = 0.0\n    return params\n",
@@ -96,6 +98,9 @@ class InPlaceUpdate(Rule):
         "import jax\n@jax.jit\ndef update(params, new):\n    params['online'] = new\n    return params\n",
         # a list of arrays, item replaced (not an array item)
         "import jax.numpy as jnp\nlayers = [jnp.ones(2), jnp.ones(3)]\nlayers[0] = jnp.zeros(2)\n",
+        # jnp.split gives a list: its item is replaced, no array is changed (haiku-geometric)
+        "import jax.numpy as jnp\ndef offsets(senders, sizes):\n    parts = jnp.split(senders, sizes)\n"
+        "    for i in range(1, len(parts)):\n        parts[i] -= sizes[i - 1]\n    return jnp.concatenate(parts)\n",
         "import numpy as np\ntables = [{'w': np.ones((2, 2))}]\ntables[0]['w'][0, 0] = 0.0\n",
     )
 

@@ -34,8 +34,25 @@ NOT_ARRAYS = frozenset(
         "jax.numpy.savez", "jax.numpy.load", "jax.numpy.printoptions", "jax.numpy.set_printoptions",
         "jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.cond", "jax.lax.switch",
         "jax.lax.map",
+        # lists and tuples of arrays: `parts[i] -= 1` changes the list, not an array
+        "jax.numpy.split", "jax.numpy.array_split", "jax.numpy.hsplit", "jax.numpy.vsplit", "jax.numpy.dsplit",
+        "jax.numpy.meshgrid", "jax.numpy.broadcast_arrays", "jax.numpy.unstack", "jax.numpy.nonzero",
+        "jax.numpy.unravel_index", "jax.numpy.divmod", "jax.numpy.frexp", "jax.numpy.modf", "jax.numpy.histogram",
+        "jax.numpy.histogram2d", "jax.numpy.histogramdd", "jax.numpy.triu_indices", "jax.numpy.tril_indices",
+        "jax.numpy.diag_indices", "jax.numpy.linalg.eigh", "jax.numpy.linalg.eig", "jax.numpy.linalg.qr",
+        "jax.numpy.linalg.svd", "jax.numpy.linalg.slogdet", "jax.lax.top_k",
     }
 )
+# NumPy's functions of the same names, and others that return no array (a dtype, a flag, a
+# generator, a context manager).
+NUMPY_NOT_ARRAYS = frozenset(
+    {name.replace("jax.numpy.", "numpy.") for name in NOT_ARRAYS if name.startswith("jax.numpy.")} - {"numpy.load"}
+) | {
+    "numpy.isscalar", "numpy.iscomplexobj", "numpy.isrealobj", "numpy.array_equal", "numpy.array_equiv",
+    "numpy.allclose", "numpy.errstate", "numpy.get_printoptions", "numpy.broadcast_shapes", "numpy.ndindex",
+    "numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator", "numpy.random.seed",
+    "numpy.random.get_state", "numpy.random.set_state", "numpy.min_scalar_type", "numpy.obj2sctype",
+}
 ARRAY_FUNCTIONS = frozenset({"jax.device_put", "jax.numpy.asarray", "jax.numpy.array"})
 REF_FUNCTIONS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.experimental.mutable_array"})
 AT_METHODS = frozenset(
@@ -210,12 +227,11 @@ class KindTracker:
         if name is not None:
             if name in REF_FUNCTIONS:
                 return REF
-            if name in ARRAY_FUNCTIONS or (
-                name.startswith(JAX_ARRAY_MODULES) and name not in NOT_ARRAYS
-            ):
-                return JAX
-            if name.startswith("numpy."):
-                return None if _numpy_scalar(name, node) else NUMPY
+            made = array_made_by(name)
+            if made == NUMPY and _numpy_scalar(name, node):
+                return None
+            if made is not None:
+                return made
             builtin_kind = {"builtins.list": LIST, "builtins.dict": DICT, "builtins.set": SET}.get(name)
             if builtin_kind is not None:
                 return builtin_kind
@@ -225,6 +241,15 @@ class KindTracker:
         if isinstance(func, cst.Attribute) and func.attr.value in ARRAY_METHODS and self.kind_of(func.value) == JAX:
             return JAX
         return None
+
+
+def array_made_by(name: str) -> str | None:
+    """JAX or NUMPY if the function of qualified `name` returns an array of that kind."""
+    if name in ARRAY_FUNCTIONS or (name.startswith(JAX_ARRAY_MODULES) and name not in NOT_ARRAYS):
+        return JAX
+    if name.startswith("numpy.") and name not in NUMPY_NOT_ARRAYS and not name.startswith("numpy.testing."):
+        return NUMPY
+    return None
 
 
 def _join(a: str | None, b: str | None, before: str | None) -> str | None:
