@@ -687,8 +687,11 @@ class JitInLoop(Rule):
         function once, outside the loop (or at module level), and pass the changing values as
         arguments. Not flagged: a sweep over constant configurations (or any loop in a test)
         where the function uses the loop variable (one compile per configuration is the point),
-        `jit(..., inline=True)` (inlined into the caller's trace), and `jit(partial(lax.scan,
-        step))` with `step` a closure (the scan would trace it on every call anyway).
+        `jit(..., inline=True)` (inlined into the caller's trace), `jit(partial(lax.scan,
+        step))` with `step` a closure (the scan would trace it on every call anyway),
+        `jax.jit(f).lower(...).compile()` (an ahead-of-time compile, asked for each time), and
+        `equinox.filter_jit` of an equinox transform made anew (equinox's wrappers are equal
+        when their fields are, so its cache finds the first: only the slow path is reported).
     """
     example = """
         import jax
