@@ -481,11 +481,16 @@ class KeyFlow:
 
     def _is_haiku_apply(self, func: cst.BaseExpression, depth: int = 0) -> bool:
         """`f.apply`, in a module that imports Haiku, as called or through wrappers that take
-        it first (`jax.jit(f.apply)`, `partial(f.apply, params)`, a name only ever bound to one)."""
+        it first (`jax.jit(f.apply)`, `partial(f.apply, params)`, a name only ever bound to one),
+        or `hk.transform(f)[1]` (the (init, apply) pair indexed)."""
         if depth > 4 or not self.facts.imports_haiku:
             return False
         if isinstance(func, cst.Attribute):
             return func.attr.value == "apply"
+        if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Call) and len(func.slice) == 1:
+            index = func.slice[0].slice
+            transform = self.facts.qualname(func.value.func, self.scope) or ""
+            return transform.startswith("haiku.") and isinstance(index, cst.Index) and literal_int(index.value) == 1
         if isinstance(func, cst.Call):
             wrapped = positional(func)
             return bool(wrapped) and self._is_haiku_apply(wrapped[0], depth + 1)
@@ -943,7 +948,7 @@ class KeyReuse(_KeyRule):
         to) with no `split` rebinding it in between, on some path. Not a consumption: abstract
         evaluations (`eval_shape`, `make_jaxpr`, `.lower()`), `clone`, a callee of the module
         that ignores its key or re-derives it with `fold_in`. A key given to a Haiku `apply`
-        (in a module that imports Haiku) is drawn from only if the model has stochastic layers,
+        (in a module that imports Haiku; `hk.transform(f)[1]` too) is drawn from only if the model has stochastic layers,
         which the linter cannot see: it is never paired with another use, though the same key
         given to `apply` in every iteration of a loop is still JG603. Likewise a key given to
         a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`).
@@ -981,6 +986,9 @@ class KeyReuse(_KeyRule):
         "import jax\ndef f(key, flag):\n    if flag:\n        a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return b\n",
         # a callee of this module that does draw from the key it is given
         "import jax\ndef noise(key, n):\n    return jax.random.normal(key, (n,))\ndef f(key):\n    return noise(key, 2), noise(key, 3)\n",
+        # a library's function handed the key, then a model's init draws from it
+        "import jax\nimport mylib\ndef init(net, make, key, x):\n    key, sub = jax.random.split(key)\n"
+        "    state = mylib.transform(make)[1](None, sub)\n    return net.init(sub, x, state)\n",
         # ... by splitting it and drawing from a result
         "import jax\ndef noise(key, n):\n    sub, key = jax.random.split(key)\n    return jax.random.normal(sub, (n,))\n"
         "def f(key):\n    return noise(key, 2), jax.random.uniform(key)\n",
@@ -995,6 +1003,9 @@ class KeyReuse(_KeyRule):
         "    x = jnp.where(square, jax.random.uniform(key, (2,)), 0.0)\n    return x + jax.random.normal(key, (2,))\n",
     )
     valid = (
+        # a Haiku apply, indexed from the (init, apply) pair: draws only if the model is stochastic
+        "import jax\nimport haiku as hk\ndef init(net, make, key, x):\n    key, sub = jax.random.split(key)\n"
+        "    state = hk.transform(lambda: make().initial_state(1))[1](None, sub)\n    return net.init(sub, x, state)\n",
         # a callee whose split results are never read: a dead split draws nothing
         "import jax\ndef scale(key, x):\n    sub, key = jax.random.split(key)\n    return x * 2\n"
         "def f(key, x):\n    return scale(key, x), jax.random.uniform(key)\n",

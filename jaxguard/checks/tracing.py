@@ -1356,7 +1356,7 @@ class UnhashableStaticArg(Rule):
         "    @partial(jax.jit, static_argnums=0)\n    def calc(self, y):\n        return self.x * y if self.mul else y\n"
         "    def __hash__(self):\n        return hash((self.x, self.mul))\n",
         # ... a NumPy array made in __init__
-        "import numpy as np\nclass Spec:\n    def __init__(self, shape):\n        self.shape = np.asarray(shape)\n"
+        "import jax\nimport numpy as np\nclass Spec:\n    def __init__(self, shape):\n        self.shape = np.asarray(shape)\n"
         "    def __hash__(self):\n        return hash(self.shape)\n",
     )
     valid = (
@@ -1375,7 +1375,7 @@ class UnhashableStaticArg(Rule):
         "import jax.numpy as jnp\nclass Scaler:\n    def __init__(self, x: jnp.ndarray, mul: bool):\n        self.x = x\n"
         "        self.mul = mul\n    def __hash__(self):\n        return hash((self.x.shape, self.mul))\n",
         # a NumPy dtype (etils' ArraySpec): hashable, no array
-        "import numpy as np\nclass Spec:\n    def __init__(self, shape, dtype):\n        self.shape = tuple(shape)\n"
+        "import jax\nimport numpy as np\nclass Spec:\n    def __init__(self, shape, dtype):\n        self.shape = tuple(shape)\n"
         "        self.dtype = np.dtype(dtype)\n    def __hash__(self):\n        return hash((self.shape, self.dtype))\n",
     )
 
