@@ -60,6 +60,16 @@ def environ_key(subscript: cst.Subscript) -> str | None:
     return literal_str(subscript.slice[0].slice.value)
 
 
+def is_true_literal(node: cst.BaseExpression) -> bool:
+    """`True`, a non-zero integer, or a string such as "1", "true", "on" (a flag's value)."""
+    if isinstance(node, cst.Name):
+        return node.value == "True"
+    if isinstance(node, cst.Integer):
+        return node.value != "0"
+    text = literal_str(node)
+    return text is not None and text.strip().lower() in ("1", "true", "yes", "on")
+
+
 def descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
     """`node` and every node below it, in source order."""
     found: list[cst.CSTNode] = []

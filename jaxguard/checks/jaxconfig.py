@@ -14,6 +14,7 @@ import libcst as cst
 from jaxguard.checks._common import (
     descendants,
     environ_key,
+    is_true_literal,
     known_number,
     number,
     resolving_in,
@@ -245,15 +246,6 @@ def _is_false_literal(node: cst.BaseExpression) -> bool:
     return text is not None and text.strip().lower() in ("0", "false", "no", "off", "")
 
 
-def _is_true_literal(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Name):
-        return node.value == "True"
-    if isinstance(node, cst.Integer):
-        return node.value != "0"
-    text = literal_str(node)
-    return text is not None and text.strip().lower() in ("1", "true", "yes", "on")
-
-
 def x64_setting(ctx, node: cst.CSTNode) -> cst.BaseExpression | None:
     """The value `node` sets x64 to (a config update, the environment variable); None if
     `node` does not set it."""
@@ -481,11 +473,11 @@ class X64EnabledTooLate(Rule):
         function = ctx.function
         enabling = not _is_false_literal(value)
         if function is None:
-            if _is_true_literal(value) and self.module_used_jax and not self.enabled:
+            if is_true_literal(value) and self.module_used_jax and not self.enabled:
                 self.report(node, self.message.format(where="after this module already created JAX arrays"))
             self.enabled = self.enabled or enabling
             return
-        if not _is_true_literal(value):
+        if not is_true_literal(value):
             return
         if function.traced:
             self.report(node, self.message.format(where=f"inside a traced function ('{function.name}')"))

@@ -9,6 +9,7 @@ import libcst as cst
 from jaxguard.checks._common import (
     descendants,
     environ_key,
+    is_true_literal,
     known_number,
     names_in,
     number,
@@ -1167,15 +1168,6 @@ def is_test_path(path: str) -> bool:
         return True
     parts = normalized.split("/")[:-1]
     return any(part in ("tests", "test", "testing") for part in parts)
-
-
-def is_true_literal(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.Name):
-        return node.value == "True"
-    if isinstance(node, cst.Integer):
-        return node.value != "0"
-    text = literal_str(node)
-    return text is not None and text.strip().lower() in ("1", "true", "yes", "on")
 
 
 def is_main_guard(node: cst.If) -> bool:
