@@ -411,6 +411,26 @@ def test_jg109_loop_and_per_call():
     assert found(source).count("JG109") == 2
 
 
+@pytest.mark.parametrize("path, reported", [
+    ("benchmark/kernels/tune_topk.py", False), ("scripts/bench_moe.py", False), ("pkg/kernels/topk.py", True),
+])
+def test_jg109_a_tuning_script_compiles_each_candidate_on_purpose(path, reported):
+    # sglang-jax's tuners: one compile per block size is what the loop measures
+    source = """
+    import functools
+    import jax
+
+    def tune(kernel, candidates, x):
+        best = None
+        for block in candidates():
+            fn = jax.jit(functools.partial(kernel, block=block))
+            best = fn(x)
+        return best
+    """
+    found_codes = [d.code for d in lint(source, path=path)]
+    assert ("JG109" in found_codes) == reported
+
+
 def test_jg110_positions_and_names():
     source = """
     import jax

@@ -420,8 +420,12 @@ class TracedReadsMutableGlobal(Rule):
         augmented, or assigned through `global`) after the function is defined. A table that
         module-level code builds and converts before the function's `def` (`T = np.zeros(8)`,
         `T[3] = 1`, `T = jnp.asarray(T)`) has its final value whenever the function is traced,
-        and is not flagged; nor are functions that only `jax.eval_shape` or `jax.make_jaxpr`
-        trace (they cache nothing). Also flags `self.attr` read in a method jitted with `self`
+        and is not flagged; nor is a name rebound after the `def` before anything run at import
+        could call the function, a lazily made value (set under `if X is None:`, or after a
+        guard that returns it once set: `if _tried: return _cache`) that nothing else resets,
+        a lambda compiled and called at once (traced anew each time), or functions that only
+        `jax.eval_shape` or `jax.make_jaxpr` trace (they cache nothing). Also flags `self.attr`
+        read in a method jitted with `self`
         static when `attr` is reassigned after construction and the class has no `__hash__`.
     """
     why = """
@@ -480,6 +484,10 @@ class TracedReadsMutableGlobal(Rule):
         "    def update_bcs(self, args):\n        self.bcs = self.bc_fn(args)\n"
         "    @partial(jax.jit, static_argnums=0)\n    def step(self, x, args):\n        self.update_bcs(args)\n"
         "        return x * self.bcs\ns = Solver(abs)\ns.update_bcs(2.0)\n",
+        # ... a loader's cache that another function resets
+        "import jax\n_KERNEL = None\n_TRIED = False\ndef get_kernel():\n    global _KERNEL, _TRIED\n"
+        "    if _TRIED:\n        return _KERNEL\n    _TRIED = True\n    _KERNEL = abs\n    return _KERNEL\n"
+        "def reload(fn):\n    global _KERNEL\n    _KERNEL = fn\n@jax.jit\ndef f(x):\n    return get_kernel()(x)\n",
         # reset elsewhere: not only made on first use
         "import jax\n_comm = None\ndef default_comm():\n    global _comm\n    if _comm is None:\n        _comm = object()\n"
         "    return _comm\ndef reset():\n    global _comm\n    _comm = None\n@jax.jit\ndef f(x):\n    comm = _comm\n    return x\n",
@@ -487,6 +495,12 @@ class TracedReadsMutableGlobal(Rule):
     valid = (
         # a lambda compiled and called at once: traced anew every time, with the current value
         "import jax\nbatch = 1.0\ny = jax.jit(lambda: batch * 2)()\nbatch = 2.0\nz = jax.jit(lambda: batch * 2)()\n",
+        # a loader that returns its cache once filled: set on the first call, then kept
+        "import jax\n_KERNEL = None\n_TRIED = False\ndef get_kernel():\n    global _KERNEL, _TRIED\n"
+        "    if _TRIED:\n        return _KERNEL\n    _TRIED = True\n    _KERNEL = abs\n    return _KERNEL\n"
+        "@jax.jit\ndef f(x):\n    return get_kernel()(x)\n",
+        "import jax\n_TPU = None\ndef on_tpu():\n    global _TPU\n    if _TPU is not None:\n        return _TPU\n"
+        "    _TPU = jax.default_backend() == 'tpu'\n    return _TPU\n@jax.jit\ndef f(x):\n    return x * 2 if on_tpu() else x\n",
         # rebound before anything could call the function: it only ever sees the final value
         "import jax\nfrom collections import namedtuple\nParams = ['a', 'b']\n@jax.jit\ndef f(p):\n"
         "    return Params(*p)\nParams = namedtuple('Params', Params)\n",

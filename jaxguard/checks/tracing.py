@@ -685,7 +685,8 @@ class JitInLoop(Rule):
         in a loop finds `f`'s compiled code again (measured: one trace over five iterations),
         but re-wrapping and the slow dispatch path cost time on each iteration. Build the jitted
         function once, outside the loop (or at module level), and pass the changing values as
-        arguments. Not flagged: a sweep over constant configurations (or any loop in a test)
+        arguments. Not flagged: a sweep over constant configurations (or any loop in a test,
+        a benchmark or a tuning script: `benchmarks/`, `bench_*.py`, `tune_*.py`)
         where the function uses the loop variable (one compile per configuration is the point),
         `jit(..., inline=True)` (inlined into the caller's trace), `jit(partial(lax.scan,
         step))` with `step` a closure (the scan would trace it on every call anyway),
@@ -1237,14 +1238,18 @@ class JitPerCall(JitInLoop):
 
 
 def _in_test_or_main(function: FunctionInfo, path: str) -> bool:
-    """Code that runs once, so compiling in it is not repeated: a program's `main`, a test
-    function, or any function of a test module (pytest's naming: `test_*.py`, `*_test.py`)."""
+    """Code that runs once, or compiles each case on purpose: a program's `main`, a test
+    function, any function of a test module (pytest's naming: `test_*.py`, `*_test.py`), or
+    of a benchmark or tuning script (`benchmarks/`, `bench_*.py`, `tune_*.py`), which
+    compiles each configuration it measures."""
     module = os.path.basename(path)
+    folders = os.path.normpath(path).split(os.sep)[:-1]
     return (
         function.name == "main"
         or function.name.startswith("test")
-        or module.startswith("test_")
-        or module.endswith("_test.py")
+        or module.startswith(("test_", "bench_", "benchmark_", "tune_"))
+        or module.endswith(("_test.py", "_bench.py", "_benchmark.py"))
+        or any(folder in ("benchmark", "benchmarks") for folder in folders)
     )
 
 

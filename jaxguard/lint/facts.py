@@ -425,6 +425,17 @@ def _tests_unset(test: cst.BaseExpression, name: str) -> bool:
     return False
 
 
+def _tested_set(test: cst.BaseExpression) -> str | None:
+    """`name` for a test `name` or `name is not None` (the value is already there)."""
+    if isinstance(test, cst.Name):
+        return test.value
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+        target = test.comparisons[0]
+        if isinstance(target.operator, cst.IsNot) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            return test.left.value
+    return None
+
+
 def target_name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
     if isinstance(target, cst.Name):
         return [target]
@@ -445,6 +456,9 @@ class _Collector(Visitor):
         self.module_loop_depth = 0
         self.eager_blocks: list[bool] = []  # per enclosing `with`: is it `jax.disable_jit()`?
         self.ifs: list[list] = []  # per enclosing `if`: [the If, still in its body?]
+        # functions past a guard `if _cache is not None: return _cache` (or `if _tried: return`)
+        # on a global they set: what they bind after it is set once, on the first call
+        self.once_guarded: set[Scope] = set()
         self.events = 0  # module-level bindings and definitions seen so far
 
     @property
@@ -542,7 +556,7 @@ class _Collector(Visitor):
     def _initialises(self, name: str) -> bool:
         """A binding in the body of `if name is None:` (or `if not name:`): a lazily made
         singleton (`global _comm; if _comm is None: _comm = make()`), set once and kept."""
-        return any(in_body and _tests_unset(node.test, name) for node, in_body in self.ifs)
+        return self.scope in self.once_guarded or any(in_body and _tests_unset(node.test, name) for node, in_body in self.ifs)
 
     def _enter_else(self, node: cst.CSTNode) -> None:
         if self.ifs and self.ifs[-1][0].orelse is node:
@@ -553,6 +567,12 @@ class _Collector(Visitor):
 
     def visit_If(self, node: cst.If) -> None:
         self._enter_else(node)  # an `elif` is its parent's else branch
+        scope = self.scope
+        if scope.function is not None and node.orelse is None and isinstance(node.body, cst.IndentedBlock) and _leaves(node.body.body):
+            guarded = _tested_set(node.test)
+            body = scope.node.body
+            if guarded in scope.declared_global and isinstance(body, cst.IndentedBlock) and node in body.body:
+                self.once_guarded.add(scope)
         self.ifs.append([node, True])
         self._enter_compound()
         if _literal_truth(node.test) is not None:
