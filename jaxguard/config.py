@@ -77,7 +77,8 @@ class Config:
             if test:
                 known = quiet_in_tests(known, self.select, self.extend_select)
             self._known_settings[key] = known
-        return LintSettings(known, tuple(self.traced_decorators), self.x64)
+        quiet = known - quiet_in_tests(known, self.select, self.extend_select)  # empty in a test file
+        return LintSettings(known, tuple(self.traced_decorators), self.x64, quiet)
 
     def _relative(self, path: str) -> str:
         try:

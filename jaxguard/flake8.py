@@ -38,15 +38,17 @@ def _settings(selected: set[str]) -> LintSettings:
 
 
 def _in_tests(settings: LintSettings, filename: str, selected: tuple[str, ...]) -> LintSettings:
-    """In a test file, the rules that are off in tests stay on only if selected by code."""
+    """In a test file, the rules that are off in tests stay on only if selected by code; in
+    other files, they are off in test functions (`def test_*`)."""
     import dataclasses
 
     from jaxguard.config import Config
     from jaxguard.lint.registry import quiet_in_tests
 
+    kept = quiet_in_tests(settings.enabled, list(selected), [])
     if not (_config() or Config()).is_test(filename):
-        return settings
-    return dataclasses.replace(settings, enabled=quiet_in_tests(settings.enabled, list(selected), []))
+        return dataclasses.replace(settings, quiet_in_test_code=settings.enabled - kept)
+    return dataclasses.replace(settings, enabled=kept)
 
 
 def _with_project(settings: LintSettings, filename: str, source: str) -> LintSettings:

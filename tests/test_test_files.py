@@ -93,3 +93,33 @@ def test_trace_counters_dtype_probes_and_list_arguments_are_reported_in_library_
     assert codes(tmp_path, ".") == {"lib/step.py": ["JG103", "JG104", "JG903", "JG502"]}
     found = codes(tmp_path, ".", "--select", "JG103,JG104,JG502,JG903")
     assert found["tests/test_step.py"] == ["JG103", "JG104", "JG903", "JG502"]
+
+
+SMOKE = (
+    "import jax\n\ndef layer(key):\n    return jax.random.normal(key)\n\n"
+    "def test_layer():\n    key = jax.random.key(0)\n    return jax.random.normal(key), jax.random.uniform(key)\n\n"
+    "if __name__ == '__main__':\n    key = jax.random.key(0)\n    print(jax.random.normal(key), jax.random.uniform(key))\n"
+)
+
+
+@pytest.fixture
+def smoke(tmp_path):
+    # a library module with a `test_*` smoke function and a `__main__` demo (kinetix's
+    # `test_ued`, alpa's `test_gpt_lm`), the same module as a script, and a module importing it
+    (tmp_path / "pyproject.toml").write_text("[tool.jaxguard]\n")
+    for name, text in {"pkg/__init__.py": "", "pkg/layers.py": SMOKE, "pkg/model.py": "from pkg.layers import layer\n",
+                       "scripts/demo.py": SMOKE}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_a_test_function_in_other_files_is_quiet_as_tests_are(smoke):
+    found = codes(smoke, ".")
+    # the smoke function is quiet; a `__main__` block is checked (a demo's reuse was a real bug in jaxmarl)
+    assert found["pkg/layers.py"] == ["JG601"] and found["scripts/demo.py"] == ["JG601"]
+
+
+def test_selecting_the_code_reports_test_code_too(smoke):
+    found = codes(smoke, ".", "--select", "JG601")
+    assert found["pkg/layers.py"] == ["JG601", "JG601"] and found["scripts/demo.py"] == ["JG601", "JG601"]

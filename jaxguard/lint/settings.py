@@ -13,6 +13,9 @@ class LintSettings:
     enabled: frozenset[str]
     traced_decorators: tuple[str, ...] = ()
     x64: bool = False
+    # rules off in test files (and not selected by code), also off in the test functions
+    # (`def test_*`) of other files
+    quiet_in_test_code: frozenset[str] = frozenset()
     # what the rest of the project tells about this file (jaxguard.lint.project); None: the
     # file is checked alone
     project: ProjectView | None = None
