@@ -307,7 +307,7 @@ def _scan_x64(ctx) -> bool:
                 for arg in node.args:
                     if arg.keyword is not None and arg.keyword.value == "jax_enable_x64":
                         found[0] = True
-            elif isinstance(node, cst.Comparison) and _probes_x64(node):
+            elif isinstance(node, cst.Comparison) and _probes_x64(ctx, node, current):
                 found[0] = True
             elif isinstance(node, cst.SimpleString):
                 if literal_str(node) in ("JAX_ENABLE_X64",):
@@ -332,15 +332,16 @@ def _scan_x64(ctx) -> bool:
     return found[0]
 
 
-def _probes_x64(comparison: cst.Comparison) -> bool:
+def _probes_x64(ctx, comparison: cst.Comparison, scope) -> bool:
     """`jnp.zeros(1, jnp.float64).dtype == jnp.float64`: a 64-bit request made to see what
     JAX gives, the check of whether x64 is on."""
     sides = [comparison.left, *(target.comparator for target in comparison.comparisons)]
-    for side in sides:
-        if isinstance(side, cst.Attribute) and side.attr.value == "dtype" and isinstance(side.value, cst.Call):
-            if any("64" in cst.Module([]).code_for_node(arg.value) for arg in side.value.args):
-                return True
-    return False
+    with resolving_in(ctx, scope):
+        return any(
+            isinstance(side, cst.Attribute) and side.attr.value == "dtype" and isinstance(side.value, cst.Call)
+            and any(x64_dtype(ctx, arg.value) is not None for arg in side.value.args)
+            for side in sides
+        )
 
 
 def x64_dtype(ctx, node: cst.BaseExpression, strings: bool = True) -> str | None:
