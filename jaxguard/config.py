@@ -71,13 +71,14 @@ class Config:
         """The settings with the per-file ignores of `matched` patterns (each selection resolved once)."""
         ignore = self.ignore + [code for pattern in matched for code in self.per_file_ignores[pattern]]
         key = (tuple(self.select or ()), self.select is None, tuple(ignore), tuple(self.extend_select), test)
-        known = self._known_settings.get(key)
-        if known is None:
+        resolved = self._known_settings.get(key)
+        if resolved is None:
             known = frozenset(resolve_selection(self.select, ignore, self.extend_select, self._where()))
             if test:
                 known = quiet_in_tests(known, self.select, self.extend_select)
-            self._known_settings[key] = known
-        quiet = known - quiet_in_tests(known, self.select, self.extend_select)  # empty in a test file
+            quiet = known - quiet_in_tests(known, self.select, self.extend_select)  # empty in a test file
+            resolved = self._known_settings[key] = (known, quiet)
+        known, quiet = resolved
         return LintSettings(known, tuple(self.traced_decorators), self.x64, quiet)
 
     def _relative(self, path: str) -> str:
