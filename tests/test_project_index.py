@@ -103,6 +103,27 @@ def test_a_helper_whose_split_results_are_never_read_does_not_draw(tmp_path):
     assert not any(path == "pkg/top.py" and line == 5 for path, line, _ in lines)
 
 
+def test_a_key_inside_a_tuple_is_drawn_only_if_the_callee_opens_the_tuple(tmp_path):
+    # hamon's resolve_entry_device(..., arrays=(state, key)) only asks whether any leaf is a tracer
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/device.py": (
+            "import jax\ndef _has_tracer(trees):\n    return any(isinstance(l, jax.core.Tracer) for l in jax.tree.leaves(trees))\n"
+            "def resolve(device, arrays=()):\n    return None if _has_tracer(arrays) else device\n"
+            "def draw_pair(pair):\n    x, key = pair\n    return jax.random.normal(key, x.shape)\n"
+        ),
+        "pkg/run.py": (
+            "import jax\nfrom pkg.device import resolve, draw_pair\n"
+            "def looked_at(key, x, device):\n    dev = resolve(device, arrays=(x, key))\n"
+            "    return jax.random.normal(key, (3,)), dev\n"
+            "def drawn(key, x):\n    y = draw_pair((x, key))\n    return jax.random.normal(key, (3,)) + y\n"
+        ),
+    })
+    lines = check(root, "pkg")
+    assert ("pkg/run.py", 8, "JG601") in lines
+    assert not any(path == "pkg/run.py" and line == 5 for path, line, _ in lines)
+
+
 def test_a_key_passed_on_through_two_modules_is_followed(tmp_path):
     root = make(tmp_path, {
         "pkg/__init__.py": "",

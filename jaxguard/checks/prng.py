@@ -357,6 +357,8 @@ class KeyFlow:
             param = _receiving_param(self.facts, callee, call, arg) if callee is not None and node is arg.value else None
             if param is not None and not consumes_param(self.facts, callee, param):
                 continue  # the callee ignores it, or re-derives it with fold_in
+            if node is not arg.value and project_key_verdict(self.facts, name, call, arg) == IGNORES:
+                continue  # an item of a container the callee never opens (`arrays=(x, key)` only tested for tracers)
             verdict = project_key_verdict(self.facts, name, call, arg) if callee is None and node is arg.value else None
             if verdict == IGNORES:
                 continue  # a function of another project module that never draws from it
