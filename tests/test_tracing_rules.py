@@ -619,3 +619,18 @@ def test_no_static_argnames_advice_for_a_pytree_argument():
     messages = [d.message for d in lint(source) if d.code == "JG106"]
     assert len(messages) == 2
     assert "static_argnames" not in messages[0] and 'static_argnames=("n",)' in messages[1]
+
+
+@pytest.mark.parametrize("setup, said", [
+    # the local class defines the method: a new bound method each time it is read
+    ("class Model:\n    def step(self, x):\n        return x\nm = Model()\n", "retraces and recompiles each time"),
+    # the class pins it as an instance attribute (cyreal's DataLoader): the same object
+    ("class Model:\n    def __init__(self):\n        self.step = self.step\n    def step(self, x):\n        return x\nm = Model()\n",
+     "no retrace"),
+    # a Haiku transform's apply is a stored function; what `m` is cannot be seen here
+    ("import haiku as hk\nm = hk.transform(lambda x: x)\n", "if it is a bound method"),
+])
+def test_jg109_says_what_a_jitted_method_in_a_loop_costs(setup, said):
+    source = "import jax\n" + setup + "for x in range(3):\n    y = jax.jit(m.step)(x)\n"
+    (message,) = messages(source, "JG109")
+    assert said in message

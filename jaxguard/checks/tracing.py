@@ -11,7 +11,12 @@ import os
 
 import libcst as cst
 
-from jaxguard.checks._common import descendants, names_in, resolving_in
+from jaxguard.checks._common import (
+    attribute_stores,
+    descendants,
+    names_in,
+    resolving_in,
+)
 from jaxguard.lint import kinds
 from jaxguard.lint.facts import (
     GRAD_TRANSFORMS,
@@ -675,7 +680,12 @@ class JitInLoop(Rule):
         method of an object the loop rebinds, and a jitted function defined in the loop (each a
         new function object every iteration: a retrace and recompile); and `jax.jit(f)(...)`
         of the same function every iteration (no retrace, but jit's slow dispatch path every
-        time). The same outside loops, once per call of a function, is JG112 (opt-in).
+        time). `jax.jit(obj.method)(...)` is a bound method, new each time it is read, when
+        `obj`'s module-local class defines `method`; a function the object stores (an
+        attribute pinned in `__init__`, a static method) is the same object; when the class
+        cannot be seen (`net.apply` of a Haiku transform, an object from another package) the
+        message names both outcomes. The same outside loops, once per call of a function, is
+        JG112 (opt-in).
     """
     why = """
         `jax.jit` caches compiled code per function object. A jit built around a lambda, a
@@ -730,6 +740,12 @@ class JitInLoop(Rule):
         # an equinox wrapper made anew, but equal to the last: no retrace, only the slow path
         "import equinox as eqx\ndef scan(test, chunks, y):\n    for chunk in chunks:\n"
         "        r = eqx.filter_jit(eqx.filter_vmap(test, in_axes=(None, 1)))(chunk, y)\n    return r\n",
+        # a method its local class defines: a new bound method each time it is read
+        "import jax\nclass Model:\n    def step(self, x):\n        return x\ndef run(xs):\n    m = Model()\n"
+        "    for x in xs:\n        y = jax.jit(m.step)(x)\n    return y\n",
+        # a method its class pins as an instance attribute: one object, only the slow path
+        "import jax\nclass Loader:\n    def __init__(self):\n        self.next = self.next\n    def next(self, s):\n"
+        "        return s\ndef run(xs):\n    m = Loader()\n    for x in xs:\n        y = jax.jit(m.next)(x)\n    return y\n",
         # a method of an object the loop rebinds: a new bound method every iteration
         "import jax\ndef fill(buffer, items):\n    for item in items:\n        buffer = jax.jit(buffer.insert)(item)\n"
         "    return buffer\n",
@@ -898,6 +914,14 @@ class JitInLoop(Rule):
                         "a new function object every iteration",
                         function=self._function_node(built),
                     )
+                elif method := self._unknown_method(built):
+                    self._report(
+                        built,
+                        f"{self._transform_name(built)}({method})(...) inside a loop wraps '{method}' again every "
+                        f"iteration: if it is a bound method (a new object each time it is read) it retraces and "
+                        "recompiles, and if not every call still goes through jit's slow path",
+                        recompiles=False,
+                    )
                 else:
                     static = any(a.keyword is not None and a.keyword.value.startswith("static_") for a in built.args)
                     retrace = "no retrace unless its static arguments change" if static else "no retrace"
@@ -995,19 +1019,79 @@ class JitInLoop(Rule):
         return self._bound_method(call)
 
     def _bound_method(self, call: cst.Call) -> str:
-        """`jax.jit(obj.step)`: `obj.step` makes a new bound method object each time it is read,
-        and jit's cache is keyed by the function object (a module's function or a class's
-        plain function is the same object every time)."""
+        """`jax.jit(obj.step)` where `obj`'s class is known and `step` is a method it defines:
+        reading `obj.step` makes a new bound method object each time, and jit's cache is keyed
+        by the function object."""
+        target = self._method_target(call)
+        if target is None or self._method_kind(target) != "bound":
+            return ""
+        return f"the bound method '{self.ctx.code(target)}' (a new object each time it is read)"
+
+    def _unknown_method(self, call: cst.Call) -> str:
+        """`jax.jit(net.apply)` where what `net` is cannot be seen: a bound method (new each
+        time) or a stored function (`hk.transform(f).apply`, an attribute pinned in `__init__`)."""
+        target = self._method_target(call)
+        return self.ctx.code(target) if target is not None and self._method_kind(target) == "unknown" else ""
+
+    def _method_target(self, call: cst.Call) -> cst.Attribute | None:
         args = positional(call)
         target = args[0] if args else None
         if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)):
-            return ""
+            return None
         if self.ctx.qualname(target) is not None:
-            return ""  # `module.function`
+            return None  # `module.function`
         owner = self.ctx.scope.lookup(target.value.value)
         if owner is not None and target.value.value in owner.classes:
-            return ""  # `Model.method`: the class's plain function
-        return f"the bound method '{self.ctx.code(target)}' (a new object each time it is read)"
+            return None  # `Model.method`: the class's plain function
+        return target
+
+    def _method_kind(self, target: cst.Attribute) -> str:
+        """"bound" when `target.value`'s class is a module-local class that defines the method
+        (and no instance attribute of that name hides it), "stored" when the instance keeps a
+        function of that name, "unknown" otherwise."""
+        klass = self._class_of(target.value.value)  # type: ignore[attr-defined]
+        if klass is None:
+            return "unknown"
+        name = target.attr.value
+        stored = any(
+            store.attr.value == name
+            for method in klass.defs.values() if method.params
+            for store in attribute_stores(method.node, {method.params[0]})
+        )
+        if stored:
+            return "stored"  # `self.next = self.next` in `__post_init__`: one object, kept
+        method = klass.defs.get(name)
+        if method is None:
+            return "unknown"  # inherited, or a class attribute
+        if any(self.ctx.facts.decorator_name(d, klass) in ("staticmethod", "builtins.staticmethod") for d in method.decorators):
+            return "stored"
+        return "bound"
+
+    def _class_of(self, name: str):
+        """The scope of the module-local class whose instance `name` is: `self` in its methods,
+        or a name only ever bound to `Cls(...)`."""
+        ctx = self.ctx
+        owner = ctx.scope.lookup(name)
+        if owner is None:
+            return None
+        function = owner.function
+        if function is not None and function.params and function.params[0] == name and function.class_name:
+            klass = function.parent
+            return klass if klass.kind == "class" and name not in owner.values else None
+        values = owner.values.get(name, [])
+        classes = set()
+        for value in values:
+            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+                return None
+            where = owner.lookup(value.func.value)
+            node = where.classes.get(value.func.value) if where is not None else None
+            if node is None:
+                return None
+            classes.add(node)
+        if len(classes) != 1:
+            return None
+        return ctx.facts.scopes.get(classes.pop())
+
 
     def _compiles_each_iteration(self, built: cst.Call, call: cst.Call) -> bool:
         """`jax.jit(f, static_argnums=(2,))(a, b, j)` with `j` from the loop, or an argument
