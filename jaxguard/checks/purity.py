@@ -7,14 +7,22 @@ import string
 
 import libcst as cst
 
+from jaxguard.checks._common import attribute_stores
 from jaxguard.lint import kinds
 from jaxguard.lint.engine import AddImport, ReplaceNode
 from jaxguard.lint.facts import (
-    FunctionInfo, ModuleFacts, dotted_name, keyword, literal_str, node_name, positional, target_name_nodes,
+    FunctionInfo,
+    ModuleFacts,
+    dotted_name,
+    keyword,
+    literal_str,
+    node_name,
+    positional,
+    target_name_nodes,
 )
 from jaxguard.lint.jaxapi import TREE_MAPS
 from jaxguard.lint.registry import Rule, register
-from jaxguard.lint.traced import CONCRETE_ATTRS, CONCRETE_CALLS, TracedFlow
+from jaxguard.lint.traced import CONCRETE_ATTRS, CONCRETE_CALLS, NONE, TracedFlow
 from jaxguard.lint.walk import Visitor, walk
 
 
@@ -99,6 +107,10 @@ class PrintInTraced(Rule):
         "import jax\n@jax.jit\ndef f(x):\n    print('tracing f for', x.shape, x.dtype)\n    print(jax.typeof(x))\n    return x\n",
         "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnames=('n',))\ndef f(x, n):\n"
         "    print(f'compiling for n={n}, shape {x.shape}')\n    return x * n\n",
+        # a helper's warning about a name from a list it is given: nothing shows it is traced
+        "import jax\ndef actuators(model, names):\n    for name in names:\n        if name not in model.ids:\n"
+        "            print(f'joint {name} not found')\n    return [model.ids.get(n) for n in names]\n"
+        "@jax.jit\ndef f(x):\n    ids = actuators(MODEL, ['hip', 'knee'])\n    return x\n",
         # a helper that prints shapes and a count computed from them (jax-md's fold warning)
         "import jax\ndef fold(grid, factors: tuple[int, ...], batch: int = 8):\n    size = grid.shape[0] // batch\n"
         "    if size < 2:\n        print(f'grid may be too small: {factors}, '\n              f'{grid.shape}, {size}')\n    return grid\n"
@@ -113,8 +125,8 @@ class PrintInTraced(Rule):
         shown = [part for arg in node.args for part in _printed(arg.value)]
         if all(isinstance(part, _LITERALS) for part in shown):
             return  # a message alone: printed once per compilation, the idiom for watching retraces
-        if static_information(self.ctx, [arg.value for arg in node.args]):
-            return  # shapes, dtypes, static arguments: what is being compiled, on purpose
+        if not shows_traced(self.ctx, [arg.value for arg in node.args]):
+            return  # shapes, dtypes, static arguments, values not shown to be traced
         self.report(node, fix=self._fix(node))
 
     def _fix(self, node: cst.Call):
@@ -182,13 +194,23 @@ def static_information(ctx, expressions: list[cst.BaseExpression]) -> bool:
     structure, static arguments, f-strings of those) and no traced one. Literals alone do not
     count: `count += 1` on a global is a side effect expected on every call, not a look at
     what is being traced (JG101 judges a printed message alone itself)."""
-    flow = ctx.facts.derived.get("static-information-flow")
-    if flow is None:
-        flow = ctx.facts.derived["static-information-flow"] = _helpers_traced_flow(ctx)
+    flow = _helpers_traced_flow(ctx)
     shown = [part for expression in expressions for part in _printed(expression)]
     values = [part for part in shown if not isinstance(part, _LITERALS)]
-    return bool(values) and not any(
-        flow.origins(part, ctx) or _may_hold_array(ctx, part) for part in values  # type: ignore[attr-defined]
+    return bool(values) and not any(flow.origins(part, ctx) or _may_hold_array(ctx, part) for part in values)
+
+
+def shows_traced(ctx, expressions: list[cst.BaseExpression]) -> bool:
+    """Some expression shows a value proven traced: it comes from a traced argument through
+    array operations, or is an array made in the trace (`print(x)`, `f"{loss}"`)."""
+    flow = TracedFlow.of(ctx)
+    # a helper's parameter is traced where a traced caller passes it a traced value
+    from_callers = flow.traced_by_callers(ctx.function) if ctx.function is not None else NONE
+    possible = _helpers_traced_flow(ctx)
+    shown = [part for part in (p for e in expressions for p in _printed(e)) if not isinstance(part, _LITERALS)]
+    return any(
+        flow.origins(part, ctx) or _may_hold_array(ctx, part) or (from_callers & possible.origins(part, ctx))
+        for part in shown
     )
 
 
@@ -236,13 +258,16 @@ def _helpers_traced_flow(ctx) -> TracedFlow:
     (and those of a transformation whose static arguments cannot be read) may carry tracers,
     unless a default or a Python-type annotation says they are configuration."""
     facts: ModuleFacts = ctx.facts
-    uncertain = TracedFlow.of(ctx).uncertain
-    possibly_traced = {
-        info.node: _plain_params(facts, info)
-        for info in facts.functions.values()
-        if info.traced and (not info.params_traced or info.node in uncertain)
-    }
-    return TracedFlow(facts, possibly_traced, proven=False)  # silence needs proof of static
+    flow = facts.derived.get("static-information-flow")
+    if flow is None:
+        uncertain = TracedFlow.of(ctx).uncertain
+        possibly_traced = {
+            info.node: _plain_params(facts, info)
+            for info in facts.functions.values()
+            if info.traced and (not info.params_traced or info.node in uncertain)
+        }
+        flow = facts.derived["static-information-flow"] = TracedFlow(facts, possibly_traced, proven=False)
+    return flow  # silence needs proof of static
 
 
 def _plain_params(facts: ModuleFacts, info: FunctionInfo) -> set[str]:
@@ -422,11 +447,15 @@ class TracedReadsMutableGlobal(Rule):
         `T[3] = 1`, `T = jnp.asarray(T)`) has its final value whenever the function is traced,
         and is not flagged; nor is a name rebound after the `def` before anything run at import
         could call the function, a lazily made value (set under `if X is None:`, or after a
-        guard that returns it once set: `if _tried: return _cache`) that nothing else resets,
+        guard that returns it once set: `if _tried: return _cache`, or set beside the guarded
+        name in the block that sets it) that nothing else resets,
         a lambda compiled and called at once (traced anew each time), or functions that only
-        `jax.eval_shape` or `jax.make_jaxpr` trace (they cache nothing). Also flags `self.attr`
+        `jax.eval_shape` or `jax.make_jaxpr` trace (they cache nothing), or a container whose
+        items the function only writes (`stats["calls"] += 1`: JG104). Also flags `self.attr`
         read in a method jitted with `self`
-        static when `attr` is reassigned after construction and the class has no `__hash__`.
+        static when `attr` is reassigned after construction and the class has no `__hash__`,
+        unless every reassignment rebuilds it from the object's fixed attributes and constants
+        (`self.tx = optax.adam(self.cfg.lr)` in `init`): an equal value each time.
     """
     why = """
         JAX captures the value a global has when the function is traced. Later calls with the
@@ -491,8 +520,30 @@ class TracedReadsMutableGlobal(Rule):
         # reset elsewhere: not only made on first use
         "import jax\n_comm = None\ndef default_comm():\n    global _comm\n    if _comm is None:\n        _comm = object()\n"
         "    return _comm\ndef reset():\n    global _comm\n    _comm = None\n@jax.jit\ndef f(x):\n    comm = _comm\n    return x\n",
+        # an item of a rebound dict read into the computation
+        "import jax\nstats = {'scale': 1.0}\ndef reset():\n    global stats\n    stats = {'scale': 2.0}\n"
+        "@jax.jit\ndef f(x):\n    return x * stats['scale']\n",
+        # set beside a once-guard but outside its block: rebound on every call
+        "import jax\n_scale = None\n_offset = None\ndef configure(s, o):\n    global _scale, _offset\n"
+        "    if _scale is None:\n        _scale = s\n    _offset = o\n@jax.jit\ndef f(x):\n    return x + _offset\n",
+        # an attribute reassigned from a method's argument: a new value each call
+        "import jax\nfrom functools import partial\nclass Scaled:\n    def __init__(self, cfg):\n        self.cfg = cfg\n"
+        "    def set_scale(self, scale):\n        self.scale = scale * self.cfg.base\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.scale\n",
     )
     valid = (
+        # a counter written in place, never read into the computation (JG104 is about that write)
+        "import jax\nstats = {'calls': 0}\ndef reset():\n    global stats\n    stats = {'calls': 0}\n"
+        "@jax.jit\ndef f(x):\n    stats['calls'] += 1\n    return x * 2\n",
+        # modules imported lazily together under one guard that the block closes (arbPlusJAX)
+        "import jax\n_core = None\n_mat = None\ndef _load():\n    global _core, _mat\n    if _core is None:\n"
+        "        from pkg import core as c\n        from pkg import mat as m\n        _core = c\n        _mat = m\n"
+        "def run(a):\n    _load()\n    return jax.jit(lambda x: _mat.solve(x))(a)\n",
+        # an attribute rebuilt from the object's fixed configuration: an equal value each time (orlax)
+        "import jax\nimport optax\nfrom functools import partial\nclass SAC:\n    def __init__(self, cfg):\n        self.cfg = cfg\n"
+        "    def init(self, params):\n        if self.cfg.auto:\n            self.tx = optax.adam(learning_rate=self.cfg.lr)\n"
+        "        else:\n            self.tx = None\n        return self.tx.init(params)\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def update(self, state, grads):\n        return self.tx.update(grads, state)\n",
         # a lambda compiled and called at once: traced anew every time, with the current value
         "import jax\nbatch = 1.0\ny = jax.jit(lambda: batch * 2)()\nbatch = 2.0\nz = jax.jit(lambda: batch * 2)()\n",
         # a loader that returns its cache once filled: set on the first call, then kept
@@ -559,6 +610,8 @@ class TracedReadsMutableGlobal(Rule):
         facts = ctx.facts
         if not facts.is_rebound_global(node.value) or not self._is_load(node):
             return
+        if node in facts.item_store_roots:
+            return  # `stats["hits"] += 1`: a change in place (JG104's concern), nothing read into the trace
         if facts.frozen_before(node.value, ctx.function) or facts.runs_abstractly(ctx.scope):
             return  # a table finished before the def; eval_shape / make_jaxpr cache nothing
         info = ctx.function
@@ -612,11 +665,16 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
     if "__hash__" in class_scope.defs:
         return found
     building = _construction_methods(facts, class_scope) | _called_only_while_tracing(facts, class_scope)
+    values: dict[str, list[cst.BaseExpression | None]] = {}
     for method in class_scope.defs.values():
         if method.name in building or not method.params:
             continue
-        for target in _attribute_stores(method.node, {method.params[0]}):
+        for target, value in attribute_stores(method.node, {method.params[0]}, with_values=True):
             found.setdefault(target.attr.value, f"in '{method.name}'")
+            values.setdefault(target.attr.value, []).append((method, value))
+    for name, assigned in values.items():
+        if all(value is not None and _rebuilt_alike(facts, method, value, set(found)) for method, value in assigned):
+            del found[name]  # `self.tx = optax.adam(self.cfg.lr)` in `init`: the same every time
     # `obj.mul = False` where `obj = TheClass(...)`, anywhere in the module
     class_name = node_name(class_scope.node)
     instances = {
@@ -629,9 +687,45 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
         for scope in facts.scopes.values():
             names = {name for node, name in instances if node is scope.node}
             if names:
-                for target in _attribute_stores(scope.node, names, nested=False):
+                for target in attribute_stores(scope.node, names, nested=False):
                     found.setdefault(target.attr.value, f"on an instance ('{facts.module.code_for_node(target)}')")
     return found
+
+
+# Sources of a different value at each call, whatever the arguments.
+_NONDETERMINISTIC = ("random.", "numpy.random.", "time.", "datetime.", "uuid.", "secrets.", "os.urandom")
+
+
+def _rebuilt_alike(facts: ModuleFacts, method: FunctionInfo, value: cst.BaseExpression, reassigned: set[str]) -> bool:
+    """Is `value` made only of literals, constant module-level names and attributes of the
+    receiver that are never reassigned (`optax.adam(self.cfg.lr)`)? Then assigning it again
+    gives an equal object: code compiled for the old one is not stale."""
+    receiver = method.params[0]
+    loads, calls = facts.loads, []
+
+    class _Parts(cst.CSTVisitor):
+        ok = True
+
+        def visit_Call(self, call: cst.Call) -> None:
+            calls.append(call)
+
+        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+            base = attribute.value
+            if isinstance(base, cst.Name) and base.value == receiver and method.scope.lookup(receiver) is method.scope:
+                self.ok = self.ok and attribute.attr.value not in reassigned
+                return False
+            return True
+
+        def visit_Name(self, name: cst.Name) -> None:
+            if name not in loads or name.value in ("None", "True", "False"):
+                return
+            owner = method.scope.lookup(name.value)
+            if owner is None or owner.kind != "module" or facts.is_rebound_global(name.value):
+                self.ok = False  # a parameter, a local, or a global that changes
+
+    parts = _Parts()
+    value.visit(parts)
+    return parts.ok and not any((facts.qualname(c.func, method.scope) or "").startswith(_NONDETERMINISTIC) for c in calls)
 
 
 def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
@@ -696,39 +790,6 @@ def _attribute_reads(node: cst.CSTNode) -> dict[str, int]:
 
     walk(node, _Count())
     return counts
-
-
-def _attribute_stores(node: cst.CSTNode, receivers: set[str], nested: bool = True) -> list[cst.Attribute]:
-    """`receiver.attr = ...` / `+=` / annotated assignments in `node` (and nested functions)."""
-    stores: list[cst.Attribute] = []
-    root = node
-
-    class _Collect(Visitor):
-        def _target(self, target: cst.BaseExpression) -> None:
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value in receivers:
-                stores.append(target)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    self._target(element.value)
-
-        def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
-            self._target(target.target)
-
-        def visit_AugAssign(self, statement: cst.AugAssign) -> None:
-            self._target(statement.target)
-
-        def visit_AnnAssign(self, statement: cst.AnnAssign) -> None:
-            if statement.value is not None:
-                self._target(statement.target)
-
-        def visit_FunctionDef(self, function: cst.FunctionDef) -> bool:
-            return nested or function is root
-
-        def visit_ClassDef(self, klass: cst.ClassDef) -> bool:
-            return nested
-
-    walk(node, _Collect())
-    return stores
 
 
 @register

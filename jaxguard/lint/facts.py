@@ -412,16 +412,26 @@ def _negated_name(test: cst.BaseExpression) -> str | None:
     return None
 
 
-def _tests_unset(test: cst.BaseExpression, name: str) -> bool:
-    """`name is None` or `not name`."""
-    if _negated_name(test) == name:
-        return True
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+def _unset_tested(test: cst.BaseExpression) -> str | None:
+    """`name` for a test `name is None` or `not name` (the value is not there yet)."""
+    negated = _negated_name(test)
+    if negated is not None:
+        return negated
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
         target = test.comparisons[0]
-        return (
-            isinstance(test.left, cst.Name) and test.left.value == name and isinstance(target.operator, cst.Is)
-            and isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
-        )
+        if isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            return test.left.value
+    return None
+
+
+def _binds_directly(body: cst.BaseSuite, name: str) -> bool:
+    """`name = ...` among the plain statements of a block (the guard that lets it run once is closed)."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for line in statements:
+        if isinstance(line, cst.SimpleStatementLine):
+            for small in line.body:
+                if isinstance(small, cst.Assign) and any(name in _target_names(t.target) for t in small.targets):
+                    return True
     return False
 
 
@@ -556,7 +566,15 @@ class _Collector(Visitor):
     def _initialises(self, name: str) -> bool:
         """A binding in the body of `if name is None:` (or `if not name:`): a lazily made
         singleton (`global _comm; if _comm is None: _comm = make()`), set once and kept."""
-        return self.scope in self.once_guarded or any(in_body and _tests_unset(node.test, name) for node, in_body in self.ifs)
+        if self.scope in self.once_guarded:
+            return True
+        for node, in_body in self.ifs:
+            tested = _unset_tested(node.test) if in_body else None
+            # the guard's own name, or a companion set under a guard that the block closes
+            # (`if _core is None: _core = a; _mat = b`: _mat too is set once, with _core)
+            if tested == name or (tested in self.scope.declared_global and _binds_directly(node.body, tested)):
+                return True
+        return False
 
     def _enter_else(self, node: cst.CSTNode) -> None:
         if self.ifs and self.ifs[-1][0].orelse is node:
@@ -860,6 +878,35 @@ class ModuleFacts:
     @functools.cached_property
     def loads(self) -> set[cst.Name]:
         return loaded_names(self.module)
+
+    @functools.cached_property
+    def item_store_roots(self) -> set[cst.Name]:
+        """Names whose items are written (`stats["hits"] += 1`, `table[k] = v`, `del cache[k]`):
+        the container is changed in place, its value is not read into a computation."""
+        roots: set[cst.Name] = set()
+
+        def add(target: cst.BaseExpression) -> None:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    add(element.value)
+            elif isinstance(target, cst.Subscript):
+                while isinstance(target, cst.Subscript):
+                    target = target.value
+                if isinstance(target, cst.Name):
+                    roots.add(target)
+
+        class _Collect(Visitor):
+            def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+                add(node.target)
+
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                add(node.target)
+
+            def visit_Del(self, node: cst.Del) -> None:
+                add(node.target)
+
+        walk(self.module, _Collect())
+        return roots
 
     def is_rebound_global(self, name: str) -> bool:
         """A module-level name whose value changes after import: JG102's frozen-at-trace values.

@@ -321,6 +321,25 @@ class TracedFlow:
         self.analyse(info)
         return self._eval(node, None, info)
 
+    def traced_by_callers(self, info: FunctionInfo) -> frozenset[str]:
+        """The parameters of helper `info` that some traced function of this module passes a
+        value proven traced (`report(x * 2)` in a jitted `f`): traced at least there."""
+        found = self.facts.derived.setdefault("traced-by-callers", {})
+        if info.node not in found:
+            found[info.node] = NONE  # a recursive call adds nothing of its own
+            params: set[str] = set()
+            for caller in self.facts.functions.values():
+                if not caller.traced or caller is info:
+                    continue
+                for call in caller.calls:
+                    if self.facts.function_for(call.func, caller.scope) is not info:
+                        continue
+                    each = [self.origins_in(arg.value, caller) for arg in call.args]
+                    passed = _bind_arguments(info, self.facts.passed_params(info, call.func), NONE, call, each)
+                    params.update(param for param, origins in (passed or {}).items() if origins)
+            found[info.node] = frozenset(params)
+        return found[info.node]
+
     def traced_params(self, info: FunctionInfo) -> set[str]:
         if self.summarising:
             return set(info.params)
