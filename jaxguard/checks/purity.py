@@ -218,6 +218,9 @@ def _may_hold_array(ctx, node: cst.BaseExpression) -> bool:
     """An array made in the trace (`jnp.zeros(3)`, a name holding one) is a tracer too, though
     it derives from no argument. `x.shape`, `jax.typeof(x)` and the like are not."""
     if isinstance(node, cst.Name):
+        owner = ctx.scope.lookup(node.value)
+        if owner is not None and owner.kind == "module" and node.value not in ctx.facts.globals_assigned_in_functions:
+            return False  # an array made at import: a concrete constant the trace captures
         return ctx.kind_of(node) == kinds.JAX
     if isinstance(node, cst.Attribute):
         return node.attr.value not in CONCRETE_ATTRS and _may_hold_array(ctx, node.value)
@@ -446,7 +449,8 @@ class TracedReadsMutableGlobal(Rule):
         module-level code builds and converts before the function's `def` (`T = np.zeros(8)`,
         `T[3] = 1`, `T = jnp.asarray(T)`) has its final value whenever the function is traced,
         and is not flagged; nor is a name rebound after the `def` before anything run at import
-        could call the function, a lazily made value (set under `if X is None:`, or after a
+        could call the function (a module function called at import counts only if the
+        function is among those it calls), a lazily made value (set under `if X is None:`, or after a
         guard that returns it once set: `if _tried: return _cache`, or set beside the guarded
         name in the block that sets it) that nothing else resets,
         a lambda compiled and called at once (traced anew each time), or functions that only
@@ -523,6 +527,9 @@ class TracedReadsMutableGlobal(Rule):
         # an item of a rebound dict read into the computation
         "import jax\nstats = {'scale': 1.0}\ndef reset():\n    global stats\n    stats = {'scale': 2.0}\n"
         "@jax.jit\ndef f(x):\n    return x * stats['scale']\n",
+        # a helper run at import calls the function before the global's last binding
+        "import jax\n@jax.jit\ndef f(x):\n    return x * scale\ndef warm():\n    return f(1.0)\n"
+        "scale = 1.0\nwarm()\nscale = 2.0\n",
         # set beside a once-guard but outside its block: rebound on every call
         "import jax\n_scale = None\n_offset = None\ndef configure(s, o):\n    global _scale, _offset\n"
         "    if _scale is None:\n        _scale = s\n    _offset = o\n@jax.jit\ndef f(x):\n    return x + _offset\n",
@@ -532,6 +539,9 @@ class TracedReadsMutableGlobal(Rule):
         "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.scale\n",
     )
     valid = (
+        # rebound after the def, but nothing run before the last binding reaches the function
+        "import jax\ndef measure():\n    return 1.0\n@jax.jit\ndef f(x):\n    return x * scale\n"
+        "scale = measure()\nscale = scale * 2\ny = f(1.0)\n",
         # a counter written in place, never read into the computation (JG104 is about that write)
         "import jax\nstats = {'calls': 0}\ndef reset():\n    global stats\n    stats = {'calls': 0}\n"
         "@jax.jit\ndef f(x):\n    stats['calls'] += 1\n    return x * 2\n",
@@ -860,6 +870,8 @@ class TracedWritesOuterState(Rule):
         "import jax\ncalls = 0\n@jax.jit\ndef f(x):\n    global calls\n    calls += 1\n    return x\n",
     )
     valid = (
+        # a constant array made at import, stored again by each trace: no tracer leaves
+        "import jax\nimport jax.numpy as jnp\nGRID = jnp.linspace(0, 1, 3)\n@jax.jit\ndef f(x):\n    env.grid = GRID\n    return x\n",
         # flax.nnx: an nnx.jit argument's state updates are carried out by the transformation
         "from flax import nnx\n@nnx.jit\ndef train_step(model, optimizer, metrics, grads, loss):\n"
         "    optimizer.update(model, grads)\n    metrics.update(loss=loss)\n    model.count.value += 1\n    return loss\n",

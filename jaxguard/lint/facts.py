@@ -933,20 +933,25 @@ class ModuleFacts:
         last = self.last_module_binding.get(name, 0)
         # rebound after the def, but before anything run at import could call the function
         return last < info.order or not any(
-            info.order <= at <= last and self._may_run_module_code(call) for call, at in self.import_time_calls
+            info.order <= at <= last and self._may_run_module_code(call, info) for call, at in self.import_time_calls
         )
 
-    def _may_run_module_code(self, call: cst.Call) -> bool:
-        """A call made at import that may run a function of this module: it calls one (or
-        what a call returned: `jax.jit(f)(x)`), or hands one to a library that calls it
-        (`lax.scan(body, ...)`; `jax.jit(f)` only wraps it)."""
+    def _may_run_module_code(self, call: cst.Call, info: FunctionInfo) -> bool:
+        """A call made at import that may run `info`: it calls a function of this module that
+        reaches it (or any other module code: a class, what a call returned, `jax.jit(f)(x)`),
+        or hands a function to a library that calls it (`lax.scan(body, ...)`; `jax.jit(f)`
+        only wraps it)."""
         func = call.func
         while isinstance(func, cst.Attribute):
             func = func.value
         if not isinstance(func, cst.Name):
             return True
         scope = self.module_scope
-        if func.value not in scope.imports and (func.value in scope.values or func.value in scope.defs or func.value in scope.classes):
+        local = func.value not in scope.imports
+        if local and isinstance(call.func, cst.Name) and func.value in scope.defs and func.value not in scope.values:
+            if self._reaches(scope.defs[func.value], info):
+                return True  # `get_field(model)` at import runs only what it calls
+        elif local and (func.value in scope.values or func.value in scope.defs or func.value in scope.classes):
             return True
         if (self.qualname(call.func, scope) or "") in _WRAPS_WITHOUT_CALLING:
             return False
@@ -958,6 +963,25 @@ class ModuleFacts:
             )
             for arg in call.args
         )
+
+    def _reaches(self, start: FunctionInfo, target: FunctionInfo) -> bool:
+        """Does running `start` run `target` (or the function that defines it), through the
+        module-local calls it makes?"""
+        holders = set()
+        outer: FunctionInfo | None = target
+        while outer is not None:
+            holders.add(outer.node)
+            outer = self.enclosing_function(outer.parent)
+        seen, work = {start.node}, [start]
+        while work:
+            function = work.pop()
+            if function.node in holders:
+                return True
+            for callee in self._callees(function):
+                if callee.node not in seen:
+                    seen.add(callee.node)
+                    work.append(callee)
+        return False
 
     @functools.cached_property
     def constant_flags(self) -> dict[str, bool]:
