@@ -368,6 +368,7 @@ class KeyFlow:
             # paired with another use.
             proven = callee is not None or verdict == DRAWS or _samples(call)
             maybe = (haiku_apply and arg.keyword is None and node is arg.value) or id(node) in side_streams
+            maybe = maybe or _apply_signature_key(call, node)
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
 
     def _lambda_draws(self, function: cst.Lambda) -> list[tuple[str, str, cst.Call]]:
@@ -798,6 +799,17 @@ def project_key_verdict(facts: ModuleFacts, qualified: str | None, call: cst.Cal
     return project.key_verdict(qualified, param) if param is not None else None
 
 
+def _apply_signature_key(call: cst.Call, node) -> bool:
+    """`net.apply(params, rng, x)`: a key in second place of an `apply`, Haiku's signature
+    (acme's networks, wrappers of transformed functions), is drawn from only if the model has
+    stochastic layers: a maybe-draw, like a Haiku apply the module itself transforms."""
+    args = positional(call)
+    return (
+        isinstance(call.func, cst.Attribute) and call.func.attr.value == "apply"
+        and len(args) >= 2 and args[1] is node
+    )
+
+
 def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
     """Does the module-local function `info` consume the key its caller passes as `param`?
     No when it never uses it, or first gives it a new value (`key = fold_in(key, step)`).
@@ -948,10 +960,11 @@ class KeyReuse(_KeyRule):
     what = """
         Flags a PRNG key consumed twice (by `jax.random` samplers or by functions it is passed
         to) with no `split` rebinding it in between, on some path. Not a consumption: abstract
-        evaluations (`eval_shape`, `make_jaxpr`, `.lower()`), `clone`, a callee of the module
-        that ignores its key or re-derives it with `fold_in`. A key given to a Haiku `apply`
-        (in a module that imports Haiku; `hk.transform(f)[1]` too) is drawn from only if the model has stochastic layers,
-        which the linter cannot see: it is never paired with another use, though the same key
+        evaluations (`eval_shape`, `make_jaxpr`, `.lower()`, `flax.linen.tabulate`), `clone`, a
+        callee of the module that ignores its key or re-derives it with `fold_in`. A key given
+        to a Haiku `apply` (in a module that imports Haiku; `hk.transform(f)[1]` too; any
+        `.apply(params, key, ...)`, Haiku's signature) is drawn from only if the model has
+        stochastic layers, which the linter cannot see: it is never paired with another use, though the same key
         given to `apply` in every iteration of a loop is still JG603. Likewise a key given to
         a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`).
     """
@@ -1005,6 +1018,13 @@ class KeyReuse(_KeyRule):
         "    x = jnp.where(square, jax.random.uniform(key, (2,)), 0.0)\n    return x + jax.random.normal(key, (2,))\n",
     )
     valid = (
+        # a key in second place of an `apply` (Haiku's signature, as acme's networks carry it):
+        # drawn from only if the model has stochastic layers
+        "import jax\nimport rlax\ndef act(networks, params, obs, rng):\n    rng, policy_rng = jax.random.split(rng)\n"
+        "    q = networks.apply(params, policy_rng, obs)\n    return rlax.epsilon_greedy(0.1).sample(policy_rng, q), rng\n",
+        # flax.linen.tabulate runs the module under eval_shape: nothing is drawn
+        "import jax\nimport flax.linen as nn\ndef summary(model, sample):\n    key = jax.random.PRNGKey(0)\n"
+        "    x = sample(key)\n    return nn.tabulate(model, rngs=key)(x, key)\n",
         # a Haiku apply, indexed from the (init, apply) pair: draws only if the model is stochastic
         "import jax\nimport haiku as hk\ndef init(net, make, key, x):\n    key, sub = jax.random.split(key)\n"
         "    state = hk.transform(lambda: make().initial_state(1))[1](None, sub)\n    return net.init(sub, x, state)\n",

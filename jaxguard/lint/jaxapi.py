@@ -58,9 +58,11 @@ GRAD_TRANSFORMS = frozenset(
 # Abstract evaluations: they trace a function with abstract values (for shapes, or the
 # jaxpr) and never run it: no random numbers are drawn and nothing is cached for later
 # calls, so "runs only once, at trace time" does not apply either.
-ABSTRACT_TRACES = frozenset(
-    {"jax.eval_shape", "jax.make_jaxpr", "equinox.filter_eval_shape", "equinox.filter_make_jaxpr", "flax.nnx.eval_shape"}
-)
+# (flax.linen.tabulate runs the module under jax.eval_shape to list its shapes)
+ABSTRACT_TRACES = frozenset({
+    "jax.eval_shape", "jax.make_jaxpr", "equinox.filter_eval_shape", "equinox.filter_make_jaxpr", "flax.nnx.eval_shape",
+    "flax.linen.tabulate",
+})
 # `jax.jit(f).lower(x)`, `jitted.trace(x)`: staged out and compiled, not run.
 ABSTRACT_METHODS = frozenset({"lower", "trace"})
 # Helpers named for them: `fast_eval_shape(f, x)`, `abstract_to_dot(f)(x)`, and functions of
