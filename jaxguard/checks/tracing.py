@@ -1402,7 +1402,9 @@ class UnhashableStaticArg(Rule):
         or an array passed to a jitted function at a position declared static with
         `static_argnums` or `static_argnames` (matched positionally and by keyword); and a
         `__hash__` that hashes an array field (`hash((self.x, self.mul))` with `self.x` a JAX
-        array), which makes every instance, e.g. a static `self`, unhashable.
+        array), which makes every instance, e.g. a static `self`, unhashable. A parameter handed
+        on is judged by what callers pass, not by its annotation (`size: list[int]` given
+        `.shape` tuples), so it is not flagged.
     """
     why = """
         Static arguments are part of the compilation cache key, so they must be hashable:
@@ -1451,6 +1453,9 @@ class UnhashableStaticArg(Rule):
     valid = (
         # a NumPy reduction over every axis is a NumPy scalar: hashable
         "import jax\nimport numpy as np\ndef f(x, n):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, np.prod([2, 3], dtype=int))\n",
+        # a parameter annotated `list[int]` that callers give a `.shape` tuple (skrl's noises)
+        "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnames=('shape',))\ndef f(x, shape):\n"
+        "    return x\ndef sample(x, size: list[int]):\n    return f(x, size)\n",
         # a parameter with a default that no caller passes keeps its (hashable) default
         "import jax\nfrom functools import partial\ndef train(x, use_exact):\n    def loss(v, exact=use_exact):\n"
         "        return _loss(v, exact)\n    @partial(jax.jit, static_argnums=(1,))\n    def _loss(v, exact):\n"
@@ -1540,6 +1545,11 @@ class UnhashableStaticArg(Rule):
             name = ctx.qualname(value.func)
             if name in _UNHASHABLE_CALLS:
                 return f"a {name.rsplit('.', 1)[-1]}"
+        if isinstance(value, cst.Name):
+            owner = ctx.scope.lookup(value.value)
+            function = owner.function if owner is not None else None
+            if function is not None and value.value in function.params and not owner.values.get(value.value):
+                return ""  # a parameter: its annotation says what callers should pass, not what they pass
         kind = ctx.kind_of(value)
         if kind in (kinds.JAX, kinds.NUMPY):
             return "an array"
