@@ -453,6 +453,8 @@ class TracedReadsMutableGlobal(Rule):
         function is among those it calls), a lazily made value (set under `if X is None:`, or after a
         guard that returns it once set: `if _tried: return _cache`, or set beside the guarded
         name in the block that sets it) that nothing else resets,
+        a name a function sets only to what imports and constants give alike on every call
+        (`_PLATFORM = jax.devices()[0].platform`; a literal flag or an argument is a setting),
         a lambda compiled and called at once (traced anew each time), or functions that only
         `jax.eval_shape` or `jax.make_jaxpr` trace (they cache nothing), or a container whose
         items the function only writes (`stats["calls"] += 1`: JG104). Also flags `self.attr`
@@ -524,6 +526,9 @@ class TracedReadsMutableGlobal(Rule):
         # reset elsewhere: not only made on first use
         "import jax\n_comm = None\ndef default_comm():\n    global _comm\n    if _comm is None:\n        _comm = object()\n"
         "    return _comm\ndef reset():\n    global _comm\n    _comm = None\n@jax.jit\ndef f(x):\n    comm = _comm\n    return x\n",
+        # a toggle: a function sets a flag the compiled code already read
+        "import jax\n_CHECKS = True\ndef disable_checks():\n    global _CHECKS\n    _CHECKS = False\n"
+        "@jax.jit\ndef f(x):\n    return x + 1 if _CHECKS else x\n",
         # an item of a rebound dict read into the computation
         "import jax\nstats = {'scale': 1.0}\ndef reset():\n    global stats\n    stats = {'scale': 2.0}\n"
         "@jax.jit\ndef f(x):\n    return x * stats['scale']\n",
@@ -539,6 +544,9 @@ class TracedReadsMutableGlobal(Rule):
         "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.scale\n",
     )
     valid = (
+        # set by a function, but to what imports and the environment give alike on every call
+        "import jax\n_PLATFORM = None\ndef detect():\n    global _PLATFORM\n    _PLATFORM = jax.devices()[0].platform\n"
+        "    return _PLATFORM\n@jax.jit\ndef f(x):\n    return x * 2 if _PLATFORM == 'tpu' else x\n",
         # rebound after the def, but nothing run before the last binding reaches the function
         "import jax\ndef measure():\n    return 1.0\n@jax.jit\ndef f(x):\n    return x * scale\n"
         "scale = measure()\nscale = scale * 2\ny = f(1.0)\n",
@@ -683,7 +691,10 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
             found.setdefault(target.attr.value, f"in '{method.name}'")
             values.setdefault(target.attr.value, []).append((method, value))
     for name, assigned in values.items():
-        if all(value is not None and _rebuilt_alike(facts, method, value, set(found)) for method, value in assigned):
+        if all(
+            value is not None and facts.built_from_constants(value, method.scope, method.params[0], set(found))
+            for method, value in assigned
+        ):
             del found[name]  # `self.tx = optax.adam(self.cfg.lr)` in `init`: the same every time
     # `obj.mul = False` where `obj = TheClass(...)`, anywhere in the module
     class_name = node_name(class_scope.node)
@@ -700,42 +711,6 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
                 for target in attribute_stores(scope.node, names, nested=False):
                     found.setdefault(target.attr.value, f"on an instance ('{facts.module.code_for_node(target)}')")
     return found
-
-
-# Sources of a different value at each call, whatever the arguments.
-_NONDETERMINISTIC = ("random.", "numpy.random.", "time.", "datetime.", "uuid.", "secrets.", "os.urandom")
-
-
-def _rebuilt_alike(facts: ModuleFacts, method: FunctionInfo, value: cst.BaseExpression, reassigned: set[str]) -> bool:
-    """Is `value` made only of literals, constant module-level names and attributes of the
-    receiver that are never reassigned (`optax.adam(self.cfg.lr)`)? Then assigning it again
-    gives an equal object: code compiled for the old one is not stale."""
-    receiver = method.params[0]
-    loads, calls = facts.loads, []
-
-    class _Parts(cst.CSTVisitor):
-        ok = True
-
-        def visit_Call(self, call: cst.Call) -> None:
-            calls.append(call)
-
-        def visit_Attribute(self, attribute: cst.Attribute) -> bool:
-            base = attribute.value
-            if isinstance(base, cst.Name) and base.value == receiver and method.scope.lookup(receiver) is method.scope:
-                self.ok = self.ok and attribute.attr.value not in reassigned
-                return False
-            return True
-
-        def visit_Name(self, name: cst.Name) -> None:
-            if name not in loads or name.value in ("None", "True", "False"):
-                return
-            owner = method.scope.lookup(name.value)
-            if owner is None or owner.kind != "module" or facts.is_rebound_global(name.value):
-                self.ok = False  # a parameter, a local, or a global that changes
-
-    parts = _Parts()
-    value.visit(parts)
-    return parts.ok and not any((facts.qualname(c.func, method.scope) or "").startswith(_NONDETERMINISTIC) for c in calls)
 
 
 def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:

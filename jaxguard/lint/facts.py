@@ -29,6 +29,7 @@ from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here
     LAX_BODIES,
     LAX_LOOPS,
     MEMOIZERS,
+    NONDETERMINISTIC,
     REF_KERNEL_TAKERS,
     SHARD_MAPS,
     TRACING_TRANSFORMS,
@@ -396,6 +397,20 @@ def assigned_names(block: cst.CSTNode) -> set[str]:
     return names
 
 
+def _is_literal(value: cst.BaseExpression) -> bool:
+    """A number, string, True/False/None (a flag or a setting written out), signed or not,
+    or a container of them (`{"scale": 2.0}`)."""
+    if isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        return all(_is_literal(e.value) for e in value.elements if not isinstance(e, cst.StarredElement))
+    if isinstance(value, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and _is_literal(e.key) and _is_literal(e.value) for e in value.elements)
+    if isinstance(value, cst.Name):
+        return value.value in ("True", "False", "None")
+    return isinstance(value, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString))
+
+
 def _literal_truth(test: cst.BaseExpression) -> bool | None:
     """`True`, `False`, `None` and integer literals as a test (`if False:`, `x if 0 else y`)."""
     if isinstance(test, cst.Name) and test.value in ("True", "False", "None"):
@@ -484,6 +499,7 @@ class _Collector(Visitor):
         if name in scope.declared_global:
             if not self._initialises(name):
                 self.facts.globals_assigned_in_functions.add(name)
+                self.facts.global_settings.setdefault(name, []).append((scope, value))
             scope = scope.module
         scope.values.setdefault(name, []).append(value)
         if self.scope.kind == "module":
@@ -798,6 +814,8 @@ class ModuleFacts:
         # module-level name -> how each assignment happened ("top", "conditional", "loop", ...)
         self.module_assignments: dict[str, list[str]] = {}
         self.globals_assigned_in_functions: set[str] = set()
+        # global -> (function scope, value) of each assignment a function makes (None: `+=`)
+        self.global_settings: dict[str, list[tuple[Scope, cst.BaseExpression | None]]] = {}
         # an `if` or `a if test else b` tests a literal (`if False:`), or code follows a `raise`
         self.maybe_dead = False
         # module-level name -> the `order` of its last module-level binding
@@ -913,7 +931,7 @@ class ModuleFacts:
 
         Alternatives (`try: x = a` / `except: x = b`, or an if/else) are one definition.
         """
-        if name in self.globals_assigned_in_functions:
+        if name in self.globals_assigned_in_functions and self._set_to_new_values(name):
             return True
         kinds = self.module_assignments.get(name, [])
         top = kinds.count("top")
@@ -923,6 +941,62 @@ class ModuleFacts:
             or top >= 2
             or (top >= 1 and "conditional" in kinds)
         )
+
+    def _set_to_new_values(self, name: str) -> bool:
+        """Does a function give global `name` a value of its caller's choosing: from its
+        arguments or locals, from the global itself (`count += 1`), or a literal flag
+        (`_ENABLED = False` in a toggle)? Values built from imports and constants alone
+        (`_KERNEL = module.kernel`, `_TPU = jax.devices()[0].platform == "tpu"`) are made
+        alike on every call: a lazy initialisation, not a setting."""
+        judging = self.derived.setdefault("judging-globals", set())
+        if name in judging:
+            return True  # globals set from each other: not shown to be constant
+        judging.add(name)
+        try:
+            for scope, value in self.global_settings.get(name, []):
+                if value is None or _is_literal(value) or not self.built_from_constants(value, scope, exclude=name):
+                    return True
+            return False
+        finally:
+            judging.discard(name)
+
+    def built_from_constants(
+        self, value: cst.BaseExpression, scope: Scope, receiver: str | None = None,
+        reassigned: set[str] = frozenset(), exclude: str | None = None,
+    ) -> bool:
+        """Is `value` made only of literals, imported names, builtins, module names that do
+        not change and (given a `receiver`) its attributes that are never `reassigned`, through
+        calls that give the same result each time? Then evaluating it again gives an equal
+        value (`optax.adam(self.cfg.lr)`, `jax.devices()[0].platform`)."""
+        facts, calls = self, []
+
+        class _Parts(cst.CSTVisitor):
+            ok = True
+
+            def visit_Call(self, call: cst.Call) -> None:
+                calls.append(call)
+
+            def visit_Attribute(self, attribute: cst.Attribute) -> bool:
+                base = attribute.value
+                if receiver is not None and isinstance(base, cst.Name) and base.value == receiver and scope.lookup(receiver) is scope:
+                    self.ok = self.ok and attribute.attr.value not in reassigned
+                    return False
+                return True
+
+            def visit_Name(self, name: cst.Name) -> None:
+                if name not in facts.loads or name.value in ("None", "True", "False"):
+                    return
+                owner = scope.lookup(name.value)
+                if owner is None:
+                    self.ok = self.ok and hasattr(builtins, name.value)
+                elif name.value in owner.imports:
+                    return
+                elif owner.kind != "module" or name.value == exclude or facts.is_rebound_global(name.value):
+                    self.ok = False  # a parameter, a local, the global itself, or a global that changes
+
+        parts = _Parts()
+        value.visit(parts)
+        return parts.ok and not any((self.qualname(c.func, scope) or "").startswith(NONDETERMINISTIC) for c in calls)
 
     def frozen_before(self, name: str, info: FunctionInfo) -> bool:
         """Every binding of module-level `name` happens at module level before `info` is

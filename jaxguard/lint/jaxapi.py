@@ -148,3 +148,6 @@ SHARD_MAPS = frozenset({"jax.shard_map", "jax.experimental.shard_map.shard_map"}
 TREE_MAPS = frozenset({
     "jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map", "jax.tree_util.tree_map_with_path", "jax.tree.map_with_path",
 })
+
+# Sources of a different value at each call, whatever the arguments.
+NONDETERMINISTIC = ("random.", "numpy.random.", "time.", "datetime.", "uuid.", "secrets.", "os.urandom")
