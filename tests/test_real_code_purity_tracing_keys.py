@@ -505,6 +505,30 @@ def test_an_eager_shard_map_body_is_not_traced_and_one_under_jit_is():
     assert "JG101" in found(kept)  # not called at once: it may be jitted later, as here
 
 
+DECORATED = """
+import jax
+import jax.numpy as jnp
+from functools import partial
+from jax.sharding import PartitionSpec as P
+
+mesh = jax.make_mesh((8,), ("x",))
+
+@partial(jax.shard_map, mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+def block(x):
+    print("block", x)
+    return x * 2
+
+{call}
+"""
+
+
+def test_a_function_decorated_with_shard_map_is_traced_only_where_traced_code_calls_it():
+    # a learning script calls it at module level: each shard prints its real values
+    assert "JG101" not in found(DECORATED.format(call="out = block(jnp.arange(8.0))"))
+    assert "JG101" in found(DECORATED.format(call="@jax.jit\ndef step(x):\n    return block(x) + 1"))
+    assert "JG101" in found(DECORATED.format(call="step = jax.jit(block)"))
+
+
 # A key drawn from inside a function mapped over a pytree: the same numbers for every leaf ----
 
 def test_a_key_drawn_in_a_tree_mapped_lambda_is_the_same_for_every_leaf():

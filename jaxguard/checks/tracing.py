@@ -1648,8 +1648,9 @@ class TracedSelfMethod(Rule):
     what = """
         Flags `@jax.jit` (or `pmap`, `pjit`) directly on a method whose `self` is not declared
         static, in a class of this module that is not a pytree: no base class (or only other
-        such classes), no decorator that could register it, no `tree_flatten` method, and not
-        passed to a `register...` call.
+        such classes), no decorator that could register it, no `tree_flatten` method, not
+        passed to a `register...` call, and no subclass in the module that could be a pytree
+        (a mixin's `self` is an instance of its subclasses).
     """
     why = """
         jit treats every argument, `self` included, as a pytree of arrays to trace. An ordinary
@@ -1718,6 +1719,9 @@ class TracedSelfMethod(Rule):
         "jax.tree_util.register_pytree_node(State, lambda s: ((), None), lambda a, c: State())\n",
         "import jax\nclass Tools:\n    @staticmethod\n    @jax.jit\n    def double(x):\n        return x * 2\n",
         "import jax\nclass Tools:\n    def tree_flatten(self):\n        return (), None\n    @jax.jit\n    def go(self, x):\n        return x\n",
+        # a mixin whose subclasses are pytrees: `self` is always one of them
+        "import jax\nimport chex\nclass TreeOps:\n    @jax.jit\n    def first(self):\n        return jax.tree.map(lambda x: x[0], self)\n"
+        "@chex.dataclass\nclass State(TreeOps):\n    x: jax.Array\n",
     )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -1732,7 +1736,9 @@ class TracedSelfMethod(Rule):
             found = facts.transform_of(decorator.decorator, info.parent)
             if found is None or found[0] not in _TRACING_SELF:
                 continue
-            if _plain_class(facts, info.parent, set()):
+            if _plain_class(facts, info.parent, set()) and all(
+                _plain_class(facts, sub, set()) for sub in _subclasses(facts, info.parent)
+            ):
                 self.report(
                     decorator,
                     f"@{found[0].rsplit('.', 1)[-1]} on method '{info.name}' traces `{info.params[0]}`, an instance of "
@@ -1768,6 +1774,24 @@ def _plain_class(facts, class_scope, seen: set) -> bool:
                 continue
         return False
     return not _registered(facts, name)
+
+
+def _subclasses(facts, class_scope) -> list:
+    """The module's classes that derive from this one, directly or not: `self` in its
+    methods may be one of them (a mixin's subclasses may be pytrees: phyjax2d's PyTreeOps)."""
+    found, names, seen = [], {class_scope.node.name.value}, {id(class_scope)}
+    grew = True
+    while grew:
+        grew = False
+        for scope in facts.scopes.values():
+            if scope.kind != "class" or id(scope) in seen:
+                continue
+            if any(isinstance(b.value, cst.Name) and b.value.value in names for b in scope.node.bases):
+                seen.add(id(scope))
+                found.append(scope)
+                names.add(scope.node.name.value)
+                grew = True
+    return found
 
 
 def _is_plain_dataclass(facts, decorator: cst.BaseExpression, scope) -> bool:

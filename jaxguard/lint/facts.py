@@ -1418,12 +1418,16 @@ class ModuleFacts:
 
     def _find_traced(self) -> None:
         # 1. decorators
+        decorated_shard_maps = []
         for info in self.functions.values():
             for decorator in info.decorators:
                 found = self.transform_of(decorator.decorator, info.parent)
                 if found is None:
                     continue
                 transform, spec = found
+                if transform in SHARD_MAPS:
+                    decorated_shard_maps.append((info, transform, spec))
+                    continue  # traced only where it is called inside a trace (step 5)
                 self._mark_root(info, transform, spec)
                 if transform in JIT_TRANSFORMS:
                     self.jitted_names[(info.parent, info.name)] = spec
@@ -1437,13 +1441,20 @@ class ModuleFacts:
         # 4. module-local functions called from, or passed to calls in, traced code
         self._propagate()
         # 5. `shard_map(f, ...)(x)` run inside traced code traces f; run eagerly, it does not
+        # (nor does a function decorated with shard_map that only eager code calls)
         deferred = [d for d in self._deferred_shard_maps if self._runs_traced(d[1])]
-        while deferred:
+        pending = [d for d in decorated_shard_maps if d[0].traced]
+        while deferred or pending:
             for call, scope, target, transform, spec in deferred:
                 self._mark_root(target, transform, spec, self.passed_params(target, positional(call)[0]))
+            for info, transform, spec in pending:
+                self._mark_root(info, transform, spec)
             self._propagate()
             remaining = [d for d in self._deferred_shard_maps if not d[2].traced]
             deferred = [d for d in remaining if self._runs_traced(d[1])]
+            rooted = {id(d[0]) for d in pending}
+            decorated_shard_maps = [d for d in decorated_shard_maps if id(d[0]) not in rooted]
+            pending = [d for d in decorated_shard_maps if d[0].traced]
 
     def _runs_traced(self, scope: Scope) -> bool:
         function = self.enclosing_function(scope)
