@@ -948,17 +948,21 @@ class ModuleFacts:
         (`_ENABLED = False` in a toggle)? Values built from imports and constants alone
         (`_KERNEL = module.kernel`, `_TPU = jax.devices()[0].platform == "tpu"`) are made
         alike on every call: a lazy initialisation, not a setting."""
+        known = self.derived.setdefault("set-to-new-values", {})
+        if name in known:
+            return known[name]
         judging = self.derived.setdefault("judging-globals", set())
         if name in judging:
             return True  # globals set from each other: not shown to be constant
         judging.add(name)
         try:
-            for scope, value in self.global_settings.get(name, []):
-                if value is None or _is_literal(value) or not self.built_from_constants(value, scope, exclude=name):
-                    return True
-            return False
+            known[name] = any(
+                value is None or _is_literal(value) or not self.built_from_constants(value, scope, exclude=name)
+                for scope, value in self.global_settings.get(name, [])
+            )
         finally:
             judging.discard(name)
+        return known[name]
 
     def built_from_constants(
         self, value: cst.BaseExpression, scope: Scope, receiver: str | None = None,
@@ -1041,21 +1045,26 @@ class ModuleFacts:
     def _reaches(self, start: FunctionInfo, target: FunctionInfo) -> bool:
         """Does running `start` run `target` (or the function that defines it), through the
         module-local calls it makes?"""
-        holders = set()
+        reached = self._reached_from(start)
         outer: FunctionInfo | None = target
         while outer is not None:
-            holders.add(outer.node)
-            outer = self.enclosing_function(outer.parent)
-        seen, work = {start.node}, [start]
-        while work:
-            function = work.pop()
-            if function.node in holders:
+            if outer.node in reached:
                 return True
-            for callee in self._callees(function):
-                if callee.node not in seen:
-                    seen.add(callee.node)
-                    work.append(callee)
+            outer = self.enclosing_function(outer.parent)
         return False
+
+    def _reached_from(self, start: FunctionInfo) -> set[cst.CSTNode]:
+        """The module functions that running `start` runs (itself included); once per start."""
+        cache = self.derived.setdefault("reached-from", {})
+        if start.node not in cache:
+            seen, work = {start.node}, [start]
+            while work:
+                for callee in self._callees(work.pop()):
+                    if callee.node not in seen:
+                        seen.add(callee.node)
+                        work.append(callee)
+            cache[start.node] = seen
+        return cache[start.node]
 
     @functools.cached_property
     def constant_flags(self) -> dict[str, bool]:

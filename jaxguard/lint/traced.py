@@ -328,17 +328,25 @@ class TracedFlow:
         if info.node not in found:
             found[info.node] = NONE  # a recursive call adds nothing of its own
             params: set[str] = set()
-            for caller in self.facts.functions.values():
-                if not caller.traced or caller is info:
-                    continue
-                for call in caller.calls:
-                    if self.facts.function_for(call.func, caller.scope) is not info:
-                        continue
-                    each = [self.origins_in(arg.value, caller) for arg in call.args]
-                    passed = _bind_arguments(info, self.facts.passed_params(info, call.func), NONE, call, each)
-                    params.update(param for param, origins in (passed or {}).items() if origins)
+            for caller, call in self._calls_from_traced_code().get(info.node, []):
+                each = [self.origins_in(arg.value, caller) for arg in call.args]
+                passed = _bind_arguments(info, self.facts.passed_params(info, call.func), NONE, call, each)
+                params.update(param for param, origins in (passed or {}).items() if origins)
             found[info.node] = frozenset(params)
         return found[info.node]
+
+    def _calls_from_traced_code(self) -> dict[cst.CSTNode, list]:
+        """Module function -> [(traced caller, call)]: the calls traced functions make to it."""
+        calls_to = self.facts.derived.get("calls-from-traced-code")
+        if calls_to is None:
+            calls_to = self.facts.derived["calls-from-traced-code"] = {}
+            for caller in self.facts.functions.values():
+                if caller.traced:
+                    for call in caller.calls:
+                        callee = self.facts.function_for(call.func, caller.scope)
+                        if callee is not None and callee is not caller:
+                            calls_to.setdefault(callee.node, []).append((caller, call))
+        return calls_to  # type: ignore[return-value]
 
     def traced_params(self, info: FunctionInfo) -> set[str]:
         if self.summarising:
