@@ -354,21 +354,24 @@ class KeyFlow:
         haiku_apply = self._is_haiku_apply(call.func)
         side_streams = _init_side_streams(call, {id(node) for _, _, node in found})
         for key, arg, node in found:
-            param = _receiving_param(self.facts, callee, call, arg) if callee is not None and node is arg.value else None
+            inside = node is not arg.value  # an item of a container passed whole: `arrays=(x, key)`
+            param = _receiving_param(self.facts, callee, call, arg) if callee is not None and not inside else None
             if param is not None and not consumes_param(self.facts, callee, param):
                 continue  # the callee ignores it, or re-derives it with fold_in
-            if node is not arg.value and project_key_verdict(self.facts, name, call, arg) == IGNORES:
-                continue  # an item of a container the callee never opens (`arrays=(x, key)` only tested for tracers)
-            verdict = project_key_verdict(self.facts, name, call, arg) if callee is None and node is arg.value else None
+            verdict = project_key_verdict(self.facts, name, call, arg) if callee is None or inside else None
             if verdict == IGNORES:
-                continue  # a function of another project module that never draws from it
+                continue  # a project function that never draws from the key, or never opens its container
+            if inside:
+                verdict = None  # the container's verdict is no draw of this item
             # A draw is proven by this module's own function, the project index, or a known
             # sampling API; a key handed to anything else (a constructor, a logger, a library
             # whose code is not read) may or may not be drawn from: a possible draw, never
             # paired with another use.
             proven = callee is not None or verdict == DRAWS or _samples(call)
-            maybe = (haiku_apply and arg.keyword is None and node is arg.value) or id(node) in side_streams
-            maybe = maybe or _apply_signature_key(call, node)
+            maybe = (
+                (haiku_apply and arg.keyword is None and not inside) or id(node) in side_streams
+                or _apply_signature_key(call, node)
+            )
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
 
     def _lambda_draws(self, function: cst.Lambda) -> list[tuple[str, str, cst.Call]]:

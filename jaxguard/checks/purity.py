@@ -195,8 +195,7 @@ def static_information(ctx, expressions: list[cst.BaseExpression]) -> bool:
     count: `count += 1` on a global is a side effect expected on every call, not a look at
     what is being traced (JG101 judges a printed message alone itself)."""
     flow = _helpers_traced_flow(ctx)
-    shown = [part for expression in expressions for part in _printed(expression)]
-    values = [part for part in shown if not isinstance(part, _LITERALS)]
+    values = _shown_values(expressions)
     return bool(values) and not any(flow.origins(part, ctx) or _may_hold_array(ctx, part) for part in values)
 
 
@@ -207,11 +206,15 @@ def shows_traced(ctx, expressions: list[cst.BaseExpression]) -> bool:
     # a helper's parameter is traced where a traced caller passes it a traced value
     from_callers = flow.traced_by_callers(ctx.function) if ctx.function is not None else NONE
     possible = _helpers_traced_flow(ctx)
-    shown = [part for part in (p for e in expressions for p in _printed(e)) if not isinstance(part, _LITERALS)]
     return any(
         flow.origins(part, ctx) or _may_hold_array(ctx, part) or (from_callers & possible.origins(part, ctx))
-        for part in shown
+        for part in _shown_values(expressions)
     )
+
+
+def _shown_values(expressions: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
+    """What printing the expressions shows, literals aside (`f"loss {x}"` shows `x`)."""
+    return [part for expression in expressions for part in _printed(expression) if not isinstance(part, _LITERALS)]
 
 
 def _may_hold_array(ctx, node: cst.BaseExpression) -> bool:
@@ -683,16 +686,17 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
     if "__hash__" in class_scope.defs:
         return found
     building = _construction_methods(facts, class_scope) | _called_only_while_tracing(facts, class_scope)
-    values: dict[str, list[cst.BaseExpression | None]] = {}
+    stored: dict[str, list[tuple[FunctionInfo, cst.BaseExpression | None]]] = {}  # name -> (method, value)
     for method in class_scope.defs.values():
         if method.name in building or not method.params:
             continue
         for target, value in attribute_stores(method.node, {method.params[0]}, with_values=True):
             found.setdefault(target.attr.value, f"in '{method.name}'")
-            values.setdefault(target.attr.value, []).append((method, value))
-    for name, assigned in values.items():
+            stored.setdefault(target.attr.value, []).append((method, value))
+    reassigned = set(found)
+    for name, assigned in stored.items():
         if all(
-            value is not None and facts.built_from_constants(value, method.scope, method.params[0], set(found))
+            value is not None and facts.built_from_constants(value, method.scope, method.params[0], reassigned)
             for method, value in assigned
         ):
             del found[name]  # `self.tx = optax.adam(self.cfg.lr)` in `init`: the same every time

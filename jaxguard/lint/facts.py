@@ -430,11 +430,14 @@ def _negated_name(test: cst.BaseExpression) -> str | None:
 def _unset_tested(test: cst.BaseExpression) -> str | None:
     """`name` for a test `name is None` or `not name` (the value is not there yet)."""
     negated = _negated_name(test)
-    if negated is not None:
-        return negated
+    return negated if negated is not None else _compared_with_none(test, cst.Is)
+
+
+def _compared_with_none(test: cst.BaseExpression, operator: type) -> str | None:
+    """`name` for a test `name is None` (operator cst.Is) or `name is not None` (cst.IsNot)."""
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
         target = test.comparisons[0]
-        if isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+        if isinstance(target.operator, operator) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
             return test.left.value
     return None
 
@@ -452,13 +455,7 @@ def _binds_directly(body: cst.BaseSuite, name: str) -> bool:
 
 def _tested_set(test: cst.BaseExpression) -> str | None:
     """`name` for a test `name` or `name is not None` (the value is already there)."""
-    if isinstance(test, cst.Name):
-        return test.value
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
-        target = test.comparisons[0]
-        if isinstance(target.operator, cst.IsNot) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
-            return test.left.value
-    return None
+    return test.value if isinstance(test, cst.Name) else _compared_with_none(test, cst.IsNot)
 
 
 def target_name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
@@ -992,7 +989,7 @@ class ModuleFacts:
                     return
                 owner = scope.lookup(name.value)
                 if owner is None:
-                    self.ok = self.ok and hasattr(builtins, name.value)
+                    self.ok = self.ok and name.value in BUILTIN_NAMES
                 elif name.value in owner.imports:
                     return
                 elif owner.kind != "module" or name.value == exclude or facts.is_rebound_global(name.value):
@@ -1452,8 +1449,12 @@ class ModuleFacts:
         # 5. `shard_map(f, ...)(x)` run inside traced code traces f; run eagerly, it does not
         # (nor does a function decorated with shard_map that only eager code calls)
         deferred = [d for d in self._deferred_shard_maps if self._runs_traced(d[1])]
-        pending = [d for d in decorated_shard_maps if d[0].traced]
-        while deferred or pending:
+        waiting = decorated_shard_maps
+        while True:
+            pending = [d for d in waiting if d[0].traced]  # called from code found traced so far
+            waiting = [d for d in waiting if not d[0].traced]
+            if not (deferred or pending):
+                break
             for call, scope, target, transform, spec in deferred:
                 self._mark_root(target, transform, spec, self.passed_params(target, positional(call)[0]))
             for info, transform, spec in pending:
@@ -1461,9 +1462,6 @@ class ModuleFacts:
             self._propagate()
             remaining = [d for d in self._deferred_shard_maps if not d[2].traced]
             deferred = [d for d in remaining if self._runs_traced(d[1])]
-            rooted = {id(d[0]) for d in pending}
-            decorated_shard_maps = [d for d in decorated_shard_maps if id(d[0]) not in rooted]
-            pending = [d for d in decorated_shard_maps if d[0].traced]
 
     def _runs_traced(self, scope: Scope) -> bool:
         function = self.enclosing_function(scope)
