@@ -237,3 +237,31 @@ def test_findings_left_after_a_fix_point_into_the_fixed_notebook(tmp_path, monke
     assert "import jax" in (tmp_path / "nb.ipynb").read_text()
     code, fresh = run(capsys, "--output-format", "github", "nb.ipynb")
     assert after_fix.strip() == fresh.strip() and "cell 3:4:" in fresh
+
+
+def test_a_magic_name_that_opens_a_multiline_statement_is_python(tmp_path, monkeypatch, capsys):
+    # `config` and `history` are IPython magics, but assigned to they are Python, and the
+    # line alone does not compile because the statement goes on below
+    monkeypatch.chdir(tmp_path)
+    source = "import jax.numpy as jnp\nconfig = dict(\n    lr=1e-3,\n)\nhistory = [\n    1]\nx = jnp.zeros(2)\nx[0] = 1"
+    _notebook(tmp_path / "nb.ipynb", [("code", source)])
+    code, out = run(capsys, "nb.ipynb")
+    assert code == 1 and "JG001" not in out and "nb.ipynb:cell 1:8:1: JG301" in out
+
+
+def test_a_cell_indented_as_a_whole_runs_as_ipython_runs_it(tmp_path, monkeypatch, capsys):
+    # IPython removes the first line's indentation from every line of the cell; findings
+    # keep the columns of the cell as written, and a fix there is not written back
+    monkeypatch.chdir(tmp_path)
+    path = _notebook(tmp_path / "nb.ipynb", [
+        ("code", "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.0"),
+        ("code", " y = jnp.zeros(2)\n for i in range(2):\n   y[i] = 1.0\n"),
+    ])
+    code, out = run(capsys, "nb.ipynb")
+    assert code == 1 and "JG001" not in out
+    assert "nb.ipynb:cell 1:3:1: JG301" in out and "nb.ipynb:cell 2:3:4: JG301" in out
+    code, out = run(capsys, "--fix", "nb.ipynb")
+    cells = nbformat.read(str(path), as_version=4).cells
+    assert cells[0].source == "import jax.numpy as jnp\nx = jnp.zeros(3)\nx = x.at[0].set(1.0)"
+    assert cells[1].source == " y = jnp.zeros(2)\n for i in range(2):\n   y[i] = 1.0\n"
+    assert "nb.ipynb:cell 2:3:4: JG301" in out

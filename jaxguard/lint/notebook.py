@@ -4,7 +4,9 @@
   marker comment between cells. IPython syntax is masked, not an error: a line magic
   (`%timeit f(x)`), a shell escape (`!pip install jax`), `x = !ls`, `x = %env`, help
   (`f?`, `?f`) become `pass` placeholders of the same indentation; a cell magic cell
-  (`%%bash`, `%%time`...) is skipped as a whole.
+  (`%%bash`, `%%time`...) is skipped as a whole. A cell whose first line is indented loses
+  that indentation from every line that has it, as IPython runs it; its findings keep
+  their columns, and fixes in it are not written.
 - Findings are reported as `nb.ipynb:cell N:line:col`: N is the cell's 1-based position
   in the notebook, markdown cells counted (as ruff numbers them), line is the line within
   the cell.
@@ -46,7 +48,11 @@ _AUTOMAGICS = frozenset(
     reload_ext rep rerun reset reset_selective rm rmdir run save sc set_env store sx system tb
     time timeit unalias unload_ext uv who who_ls whos xdel xmode""".split()
 )
-_AUTOMAGIC = re.compile(r"^\s*([A-Za-z_]\w*)\s+\S")
+_AUTOMAGIC = re.compile(r"^\s*([A-Za-z_]\w*)\s+(\S)")
+# A name followed by `=` or `,` is assigned to, never a magic (IPython's assignment check):
+# `config = dict(` opens a statement that goes on below, so the line alone does not compile.
+_ASSIGNED = frozenset("=,")
+_LEADING_INDENT = re.compile(r"^[ \t]+")
 _CELL_MARKER = "#@@jaxguard-cell-{}@@"
 _MAGIC_MARKER = "pass  #@@jaxguard-magic-{}@@"
 _MARKER_LINE = re.compile(r"^#@@jaxguard-cell-(\d+)@@$")
@@ -59,6 +65,7 @@ class _Cell:
     number: int  # 1-based position among all the notebook's cells (ruff's numbering)
     text: str  # the cell's source as it is
     masked: list[str]  # the original lines that were masked, by placeholder number
+    indent: str = ""  # the leading indentation removed from the cell (IPython's leading_indent)
     start: int = 0  # first line of the cell in the joined module (1-based)
     lines: int = 0
 
@@ -79,12 +86,14 @@ def _is_magic(line: str) -> bool:
     if _MAGIC.match(line):
         return True
     automagic = _AUTOMAGIC.match(line)
-    if automagic is None or automagic.group(1) not in _AUTOMAGICS:
+    if automagic is None or automagic.group(1) not in _AUTOMAGICS or automagic.group(2) in _ASSIGNED:
         return False
     try:
         compile(line.strip(), "<cell>", "exec")
-    except SyntaxError:
-        return True  # `pip install jax`: not Python, so IPython runs the magic
+    except SyntaxError as error:
+        # `pip install jax`: not Python, so IPython runs the magic; `time (a,` opens a
+        # statement that the next lines close
+        return "never closed" not in str(error) and "unexpected EOF" not in str(error)
     except (ValueError, RecursionError):
         return False
     return False  # `time = 5`, `run(x)`: Python as written
@@ -106,6 +115,17 @@ def _mask(text: str, masked: list[str]) -> str:
     return "\n".join(out)
 
 
+def _without_leading_indent(text: str) -> tuple[str, str]:
+    """(the cell as IPython runs it, the indentation removed): when the first line is
+    indented, that indentation comes off every line that starts with it."""
+    found = _LEADING_INDENT.match(text)
+    if found is None:
+        return text, ""
+    indent = found.group(0)
+    lines = text.split("\n")
+    return "\n".join(line.removeprefix(indent) for line in lines), indent
+
+
 def _build(notebook: dict) -> tuple[str, list[_Cell]]:
     cells: list[_Cell] = []
     parts: list[str] = []
@@ -118,11 +138,12 @@ def _build(notebook: dict) -> tuple[str, list[_Cell]]:
         if text.lstrip().startswith("%%"):
             continue  # a cell magic: not Python
         masked: list[str] = []
-        body = _mask(text, masked)
+        runs, indent = _without_leading_indent(text)
+        body = _mask(runs, masked)
         body_lines = body.split("\n")
         if body_lines and body_lines[-1] == "":
             body_lines.pop()
-        entry = _Cell(index, number, text, masked, start=line + 1, lines=len(body_lines))
+        entry = _Cell(index, number, text, masked, indent, start=line + 1, lines=len(body_lines))
         cells.append(entry)
         parts.append(_CELL_MARKER.format(len(cells) - 1) + "\n")
         parts.extend(part + "\n" for part in body_lines)
@@ -163,6 +184,11 @@ def _remap(diagnostic: Diagnostic, cells: list[_Cell], path: str, sources: dict 
     if diagnostic.end_line > last:
         diagnostic.end_line, diagnostic.end_column = last, diagnostic.end_column
     diagnostic.end_line = max(diagnostic.line, diagnostic.end_line - cell.start + 1)
+    if cell.indent:  # back to the columns of the cell as written
+        written = cell.text.split("\n")
+        shifted = [len(cell.indent) if text.startswith(cell.indent) else 0 for text in written]
+        diagnostic.column += shifted[diagnostic.line - 1] if diagnostic.line <= len(shifted) else 0
+        diagnostic.end_column += shifted[diagnostic.end_line - 1] if diagnostic.end_line <= len(shifted) else 0
     source = (sources or {}).get(cell.index)
     if source is not None:
         start = source.position(diagnostic.line, diagnostic.column)
@@ -406,8 +432,14 @@ def check_notebook_text(
         texts = _split(candidate, cells)
         if texts is None:
             return None
-        changed = {cell.index: new for cell, new in zip(cells, texts) if new != cell.text}
-        return changed if all(index in spans for index in changed) else None
+        changed = {}
+        for cell, new in zip(cells, texts):
+            if new == _without_leading_indent(cell.text)[0]:
+                continue
+            if cell.indent or cell.index not in spans:
+                return None  # a fix in a cell that lost its leading indentation is not written
+            changed[cell.index] = new
+        return changed
 
     def writable(candidate: str) -> bool:
         return changes(candidate) is not None  # else the fix is skipped; its finding stays
