@@ -306,6 +306,71 @@ def test_a_key_handed_to_haiku_apply_is_no_reuse_as_the_model_may_draw_nothing()
     assert "JG601" in found(flax_like)
 
 
+def test_a_helper_that_only_hands_its_key_to_a_models_apply_is_a_maybe_draw():
+    # an actor-critic update: the critic loss draws target noise from the key, the actor
+    # loss only gives it to the networks' apply (deterministic MLPs draw nothing)
+    source = """
+    import jax
+    import haiku as hk
+
+    class Agent:
+        def _critic_loss(self, params, key, obs):
+            noise = jax.random.normal(key, obs.shape)
+            return self._critic.apply(params, key, obs + noise).mean()
+
+        def _actor_loss(self, params, key, obs):
+            return -self._critic.apply(params, key, obs, self._actor.apply(params, key, obs)).mean()
+
+        def update(self, params, key, obs):
+            critic = self._critic_loss(params, key, obs)
+            actor = self._actor_loss(params, key, obs)
+            return critic, actor
+    """
+    assert "JG601" not in found(source)
+    # a helper whose body certainly draws from the key is a draw at its call
+    drawing = source.replace("return -self._critic.apply(", "return jax.random.uniform(key) - self._critic.apply(")
+    assert found(drawing).count("JG601") == 1
+
+
+def test_a_draw_under_a_flag_is_no_reuse_on_a_path_the_flag_rules_out():
+    # the draw happens only when a trace is asked for; the path that reuses the key is the
+    # one where neither was (both `if`s returned before it)
+    source = """
+    import jax
+
+    class Sampler:
+        def run(self, key, state):
+            if self.return_trace or self.return_info:
+                key_smc, key_init = jax.random.split(key)
+            if self.return_trace:
+                return self.loop(key_smc, state)
+            if self.return_info:
+                return self.loop(key_smc, state)
+            else:
+                return jax.random.normal(key, state.shape)
+    """
+    assert "JG602" not in found(source) and "JG601" not in found(source)
+    # ... and likewise a parameter that is never rebound
+    bootstrap = """
+    import jax
+
+    def tarp(key, x, bootstrap):
+        if not bootstrap:
+            refs = jax.random.uniform(key, x.shape)
+            return refs
+        return jax.random.normal(key, x.shape)
+    """
+    assert "JG601" not in found(bootstrap)
+    # the same flag rebound between the two: nothing is ruled out
+    rebound = bootstrap.replace("        return refs\n", "        bootstrap = refs.sum() > 0\n")
+    assert "JG601" in found(rebound)
+    # a path where the flag's draw did happen is still reported
+    both = source.replace("            else:\n                return jax.random.normal(key, state.shape)",
+                          "            return jax.random.normal(key, state.shape)").replace(
+        "            if self.return_trace:\n                return self.loop(key_smc, state)\n", "")
+    assert "JG602" in found(both)
+
+
 def test_side_streams_of_a_flax_init_are_possible_draws():
     # the target network starts equal to the online one: the "params" key is drawn twice
     # (reported), the dropout key only feeds init's discarded forward pass (not reported)

@@ -47,6 +47,11 @@ KEY_SOURCES = KEY_MAKERS | {
     "jax.random.split", "jax.random.fold_in", "jax.random.clone", "jax.random.wrap_key_data",
 }
 
+# How a function uses a key parameter (see `Use`): only as a maybe-draw (handed to a model's
+# apply), or as a draw (also one handed on to code that is not read: the function is read,
+# and it passes the key on to be used).
+MAYBE, DRAWN = "maybe", "drawn"
+
 
 @dataclass
 class Use:
@@ -63,6 +68,8 @@ class Use:
     # may draw; reported only beside a proven draw of the same key, never beside another
     # possible one
     possible: bool = False
+    # the tests known to hold, and how, on the path where it was used (see `_State.holds`)
+    under: tuple = ()
 
 
 @dataclass
@@ -79,16 +86,22 @@ class _State:
     rebound: set[str] = field(default_factory=set)  # parameters given a new value on every path
     # key -> literal indices it was folded with: `fold_in(k, i)` is `split(k, n)[i]` for i < n
     folded: dict[str, set[int]] = field(default_factory=dict)
+    # the `if` tests known on this path, with their truth: of the `if`s it is in, and of those
+    # whose other arm returned before it (`if not bootstrap: ... return`)
+    holds: tuple = ()
 
     def copy(self) -> _State:
-        return _State(dict(self.consumed), set(self.rebound), {k: set(v) for k, v in self.folded.items()})
+        return _State(dict(self.consumed), set(self.rebound), {k: set(v) for k, v in self.folded.items()}, self.holds)
 
     def merge(self, other: _State) -> None:
         for key, use in other.consumed.items():
-            self.consumed.setdefault(key, use)
+            mine = self.consumed.get(key)
+            if mine is None or len(use.under) < len(mine.under):
+                self.consumed[key] = use  # the use on the path with fewer conditions stands for both
         self.rebound &= other.rebound
         for key, indices in other.folded.items():
             self.folded.setdefault(key, set()).update(indices)
+        self.holds = tuple(held for held in self.holds if any(held[0] is t and held[1] == b for t, b in other.holds))
 
 
 class _Terminated(Exception):
@@ -116,11 +129,19 @@ class KeyFlow:
                 p for p in function.params if KEY_PARAM.match(p) and p in used_as_keys and not function.annotated_not_a_key(p)
             )
         self.key_param = key_param
-        self.param_consumed = False  # the value `key_param` arrived with was consumed
+        # how the value `key_param` arrived with is used: None (not at all), MAYBE or DRAWN
+        self.param_use: str | None = None
         if key_param is not None:
             self.keys.add(key_param)
         self.statement: cst.CSTNode | None = None
         self.preceding: cst.CSTNode | None = None  # the statement before `statement` in its block
+        # flags whose truth holds for the whole call: parameters and `self.` attributes the
+        # body never assigns (`bootstrap`, `self.return_trace`)
+        self.flags: set[str] = set()
+        self.unflagged_attributes: set[str] = set()
+        if function is not None:
+            self.flags = set(function.params) - assigned_names(function.node.body)
+            self.unflagged_attributes = _assigned_attributes(function.node.body)
         self._walk(body, _State())
 
     def _random_key_names(self, calls) -> set[str]:
@@ -160,8 +181,11 @@ class KeyFlow:
         if isinstance(statement, cst.If):
             self._expression(statement.test, state)
             truth = self.facts.truth(statement.test)  # `if False:` never runs its body
-            then = self._walk(_block(statement.body), state.copy()) if truth is not False else None
+            then = state.copy()
+            then.holds += ((statement.test, True),)
+            then = self._walk(_block(statement.body), then) if truth is not False else None
             other = state.copy()
+            other.holds += ((statement.test, False),)
             if statement.orelse is not None and truth is not True:
                 orelse = statement.orelse
                 other = self._statement(orelse, other) if isinstance(orelse, cst.If) else self._walk(_block(orelse.body), other)
@@ -189,6 +213,48 @@ class KeyFlow:
                 result = self._walk(_block(statement.finalbody.body), result or state.copy())
             return result
         return state
+
+    def _flag(self, test: cst.BaseExpression) -> str | None:
+        if isinstance(test, cst.Name):
+            return test.value if test.value in self.flags else None
+        if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self":
+            name = f"self.{test.attr.value}"
+            return name if name not in self.unflagged_attributes else None
+        return None
+
+    def _flags_if(self, test: cst.BaseExpression, truth: bool) -> dict[str, bool]:
+        """The flags a test being `truth` settles: `flag`, `not flag`, and `a and b` when true
+        (`a or b` when false)."""
+        if (flag := self._flag(test)) is not None:
+            return {flag: truth}
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._flags_if(test.expression, not truth)
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And if truth else cst.Or):
+            return {**self._flags_if(test.left, truth), **self._flags_if(test.right, truth)}
+        return {}
+
+    def _truth(self, test: cst.BaseExpression, known: dict[str, bool]) -> bool | None:
+        """The test's truth from the flags known (None: not settled by them)."""
+        if (flag := self._flag(test)) is not None:
+            return known.get(flag)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._truth(test.expression, known)
+            return None if inner is None else not inner
+        if isinstance(test, cst.BooleanOperation):
+            left, right = self._truth(test.left, known), self._truth(test.right, known)
+            stop = isinstance(test.operator, cst.Or)  # the value that settles the whole
+            if stop in (left, right):
+                return stop
+            return None if None in (left, right) else not stop
+        return None
+
+    def _ruled_out(self, previous: Use, state: _State) -> bool:
+        """`previous` was used under tests this path contradicts: `if self.trace or self.diag:`
+        (a draw) and then, after `if self.trace: return` and `if self.diag: return`, here."""
+        known: dict[str, bool] = {}
+        for test, truth in state.holds:
+            known.update(self._flags_if(test, truth))
+        return any(self._truth(test, known) == (not truth) for test, truth in previous.under)
 
     def _loop(self, statement, state: _State) -> _State:
         rebound = assigned_names(statement.body) | {a for a in _assigned_attributes(statement.body) if a.startswith("self.")}
@@ -356,7 +422,8 @@ class KeyFlow:
         for key, arg, node in found:
             inside = node is not arg.value  # an item of a container passed whole: `arrays=(x, key)`
             param = _receiving_param(self.facts, callee, call, arg) if callee is not None and not inside else None
-            if param is not None and not consumes_param(self.facts, callee, param):
+            how = param_use(self.facts, callee, param) if param is not None else None
+            if param is not None and how is None:
                 continue  # the callee ignores it, or re-derives it with fold_in
             verdict = project_key_verdict(self.facts, name, call, arg) if callee is None or inside else None
             if verdict == IGNORES:
@@ -367,10 +434,12 @@ class KeyFlow:
             # sampling API; a key handed to anything else (a constructor, a logger, a library
             # whose code is not read) may or may not be drawn from: a possible draw, never
             # paired with another use.
+            # (a function of this module is judged by what its body does with the key: a
+            # helper that only hands it to a model's apply is itself a maybe-draw)
             proven = callee is not None or verdict == DRAWS or _samples(call)
             maybe = (
                 (haiku_apply and arg.keyword is None and not inside) or id(node) in side_streams
-                or _apply_signature_key(call, node)
+                or _apply_signature_key(call, node) or how == MAYBE
             )
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
 
@@ -448,7 +517,7 @@ class KeyFlow:
         if self.key_param is None or not any(isinstance(t, (cst.Attribute, cst.Subscript)) for t in targets):
             return
         if self.key_param in _names_in(value) and self.key_param not in state.rebound:
-            self.param_consumed = True
+            self.param_use = DRAWN
 
     def _split_unused(self, call) -> bool:
         """`sub, key = split(key)` and neither name is read again in the function: a dead
@@ -529,15 +598,19 @@ class KeyFlow:
     def _consume(
         self, key: str, node, consumer: str, is_split: bool, state: _State, maybe: bool = False, possible: bool = False
     ) -> None:
-        use = Use(key, node, consumer, is_split, self.statement, maybe, possible)
+        use = Use(key, node, consumer, is_split, self.statement, maybe, possible, state.holds)
         count = _split_count(node) if is_split else None
         folded = sorted(i for i in state.folded.get(key, ()) if count is not None and i < count)
         if folded:
             self.findings.append(Finding("JG602", use, None, _same_key_note(key, folded[0], count)))
         base = key.split("[")[0]
         if base == self.key_param and base not in state.rebound and not (is_split and self._split_unused(node)):
-            self.param_consumed = True
+            self.param_use = DRAWN if not maybe or self.param_use == DRAWN else MAYBE
         previous = state.consumed.get(key)
+        if previous is not None and previous.under and self._ruled_out(previous, state):
+            # used where a flag held that this path rules out (`if not bootstrap:` ... `return`)
+            del state.consumed[key]
+            previous = None
         if previous is not None and self._repeated_split(previous, use):
             return  # the same split line twice: the first results are rebound unused
         if previous is not None and (previous.maybe or use.maybe):
@@ -814,18 +887,24 @@ def _apply_signature_key(call: cst.Call, node) -> bool:
 
 
 def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
-    """Does the module-local function `info` consume the key its caller passes as `param`?
-    No when it never uses it, or first gives it a new value (`key = fold_in(key, step)`).
+    """Does the module-local function `info` use the key its caller passes as `param`?
+    No when it never uses it, or first gives it a new value (`key = fold_in(key, step)`)."""
+    return param_use(facts, info, param) is not None
+
+
+def param_use(facts: ModuleFacts, info, param: str) -> str | None:
+    """How the module-local function `info` uses the key its caller passes as `param`: None
+    (never, or only after a new value), DRAWN or MAYBE (see `KeyFlow.param_use`).
     Computed once per (function, parameter) by running the key flow on its body."""
     cache = facts.derived.setdefault("key-params", {})
     slot = (info.node, param)
     if slot not in cache:
-        cache[slot] = False  # a recursive call adds no draw of its own: the rest of the body decides
+        cache[slot] = None  # a recursive call adds no draw of its own: the rest of the body decides
         # `rng: Variable`, or `rng._state = ...` (a generator object keeping its own state):
         # not a key (a key is an immutable array; the project index judges the same)
         stored = any(a.startswith(param + ".") for a in _assigned_attributes(info.node.body))
         if not info.annotated_not_a_key(param) and not stored:
-            cache[slot] = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param).param_consumed
+            cache[slot] = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param).param_use
     return cache[slot]  # type: ignore[return-value]
 
 
