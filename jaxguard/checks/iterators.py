@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from jaxguard.lint.facts import positional
+from jaxguard.lint.jaxapi import JIT_TRANSFORMS
 from jaxguard.lint.registry import Rule, register
 
 
@@ -14,7 +15,14 @@ class IteratorInTraced(Rule):
     name = "iterator-in-traced"
     summary = "An iterator consumed inside a traced function is read once, at trace time"
     message = "{what}: an iterator is consumed once, at trace time, so the compiled program sees one fixed value"
-    what = "Flags `next()` on an iterator from outside a traced function or lax body, and iterators (`iter(...)`, generator expressions) passed as operands of lax control flow or jitted functions."
+    what = """
+        Flags `next()` on an iterator made outside the traced function when a jitted function
+        stands between them (it keeps the first value), and iterators (`iter(...)`, generator
+        expressions) passed as operands of lax control flow or jitted functions. An iterator
+        made on every call of a function and drawn from in a closure that lax, `vmap` or `grad`
+        traces in place (`rngs = hk.PRNGSequence(rng)`, then `next(rngs)` in a vmapped
+        function) is new each time: not flagged.
+    """
     why = """
         An iterator carries hidden state. JAX runs the Python body once to trace it, so `next()`
         is evaluated once and its value is baked into the program (`fori_loop` with
@@ -43,6 +51,9 @@ class IteratorInTraced(Rule):
         # made by a function that runs once; the jitted function it builds keeps its code
         "import jax\ndef build(xs):\n    tiles = iter(xs)\n    @jax.jit\n    def step(x):\n        return x + next(tiles)\n"
         "    return step\n",
+        # the same under vmap inside a jitted function the maker returns: jit keeps the first draw
+        "import jax\ndef build(xs):\n    tiles = iter(xs)\n    @jax.jit\n    def step(x):\n"
+        "        return jax.vmap(lambda y: y + next(tiles))(x)\n    return step\n",
     )
     valid = (
         # unpacked at the call: the jitted function receives the arrays, not the generator
@@ -54,6 +65,9 @@ class IteratorInTraced(Rule):
         # made where a lax.cond branch is traced, on every run of the maker: Python unrolling
         "import jax\nfrom jax import lax\ndef body(x, flag):\n    tiles = (x * i for i in range(3))\n    first = next(tiles)\n"
         "    def rescale():\n        return first + next(tiles)\n    return lax.cond(flag, rescale, lambda: first)\n",
+        # made on every call from the caller's key, drawn from in a closure vmap traces in place
+        "import jax\nimport haiku as hk\ndef evaluate(params, rng, xs):\n    rngs = hk.PRNGSequence(rng)\n"
+        "    def f(x):\n        return model(params, next(rngs), x)\n    return jax.vmap(f)(xs)\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -71,10 +85,12 @@ class IteratorInTraced(Rule):
 
     def _local(self, name: str) -> bool:
         """Made while tracing: in the traced function itself, in an enclosing function that
-        is traced too, or in one that traces this function in place, as a lax body (a
-        generator made in a kernel body, drawn from in a `lax.cond` branch it defines): each
-        trace makes a new one, and drawing from it is Python unrolling. Params of lax bodies
-        are operands, checked at the call."""
+        is traced too, or in one that traces this function in place, as a lax body or under
+        vmap or grad (a generator made in a kernel body, drawn from in a `lax.cond` branch it
+        defines; `rngs = hk.PRNGSequence(rng)` drawn from in a vmapped closure): each call
+        makes a new one and traces again, and drawing from it is Python unrolling. Only a
+        jitted function between them keeps its code. Params of lax bodies are operands,
+        checked at the call."""
         owner = self.ctx.scope.lookup(name)
         maker = owner.function if owner is not None else None
         if maker is None or (name in maker.params and not maker.params_traced):
@@ -82,7 +98,7 @@ class IteratorInTraced(Rule):
         function = self.ctx.function
         while function is not maker:
             # a jitted function keeps its code: a second call draws nothing
-            if function is None or not (maker.traced or function.traced_by.startswith("jax.lax.")):
+            if function is None or not (maker.traced or function.traced_by not in JIT_TRANSFORMS):
                 return False
             function = self.ctx.facts.enclosing_function(function.parent)
         return True
