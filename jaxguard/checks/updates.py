@@ -94,6 +94,8 @@ class InPlaceUpdate(Rule):
         "import jax, jax.numpy as jnp\nr = jax.new_ref(jnp.zeros(3))\nr[0] = 1.0\n",
         "import jax.numpy as jnp\nimport numpy as np\nx = jnp.zeros(3)\nx = np.asarray(x).copy()\nx[0] = 1.0\n",
         "import jax\n@jax.jit\ndef f(x):\n    out = [0, 0]\n    out[0] = x\n    return out\n",
+        # a traced argument used as a dict: its items are the pytree's leaves, settable
+        "import jax\n@jax.jit\ndef f(txs):\n    for key, tx in txs.items():\n        txs[key] = tx * 2\n    return txs\n",
         # a string key: a dict of the pytree, not an array
         "import jax\n@jax.jit\ndef update(params, new):\n    params['online'] = new\n    return params\n",
         # a list of arrays, item replaced (not an array item)

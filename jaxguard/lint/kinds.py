@@ -96,6 +96,23 @@ _ANNOTATIONS = {
 BINDING_NODES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem})
 
 
+# Methods of dicts and lists that no array has: a traced argument they are called on is a
+# container of the pytree (`for k, v in txs.items(): ... txs[k] = v`), its items settable.
+CONTAINER_METHODS = frozenset(
+    {"items", "keys", "values", "get", "setdefault", "update", "pop", "popitem", "append", "extend", "insert"}
+)
+
+
+def _used_as_containers(function) -> set[str]:
+    """The function's parameters it calls a dict or list method on."""
+    return {
+        call.func.value.value
+        for call in function.calls
+        if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+        and call.func.attr.value in CONTAINER_METHODS and call.func.value.value in function.params
+    }
+
+
 class KindTracker:
     def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
@@ -110,7 +127,8 @@ class KindTracker:
             for param in function.params:
                 # Pallas convention: kernel parameters are Refs (`x_ref`, `o_ref`, ...)
                 frame[param] = REF if function.ref_params or REF_NAME.search(param) else None
-            for param in function.traced_params - {p for p, k in frame.items() if k == REF}:
+            containers = _used_as_containers(function)
+            for param in function.traced_params - {p for p, k in frame.items() if k == REF} - containers:
                 frame[param] = JAX
             node = function.node
             for param in all_params(node.params):
