@@ -700,7 +700,9 @@ class JitInLoop(Rule):
         where the function uses the loop variable (one compile per configuration is the point),
         `jit(..., inline=True)` (inlined into the caller's trace), `jit(partial(lax.scan,
         step))` with `step` a closure (the scan would trace it on every call anyway),
-        `jax.jit(f).lower(...).compile()` (an ahead-of-time compile, asked for each time), and
+        `jax.jit(f).lower(...).compile()` (an ahead-of-time compile, asked for each time), a
+        jit rebuilt under an `if` whose test the loop changes (`if need_compile:`: rebuilt when
+        something changed, not every iteration), and
         `equinox.filter_jit` of an equinox transform made anew (equinox's wrappers are equal
         when their fields are, so its cache finds the first: only the slow path is reported).
     """
@@ -722,6 +724,10 @@ class JitInLoop(Rule):
             params = update(params)
     """
     invalid = (
+        # a guard the loop never changes: built again every iteration
+        "import jax\nimport functools\ndef train(update, state, batches, use_jit):\n    n = 1\n"
+        "    for batch in batches:\n        if use_jit:\n            step = jax.jit(functools.partial(update, n=n))\n"
+        "        state = step(state, batch)\n    return state\n",
         # the same loop over what it is given, untimed: a compile per item
         "import jax\ndef run(make, items, x):\n    out = []\n    for cfg in items:\n        fn = make(cfg)\n"
         "        out.append(jax.jit(fn)(x))\n    return out\n",
@@ -759,6 +765,11 @@ class JitInLoop(Rule):
         "        jax.jit(f)(y)\n",
     )
     valid = (
+        # rebuilt only when the loop says it must (a fork changed the static sizes)
+        "import jax\nimport functools\ndef train(update, state, batches):\n    need_compile, n = True, 1\n"
+        "    for batch in batches:\n        if batch is None:\n            n += 1\n            need_compile = True\n"
+        "        if need_compile:\n            step = jax.jit(functools.partial(update, n=n))\n            need_compile = False\n"
+        "        state = step(state, batch)\n    return state\n",
         # ahead-of-time compilation: each `.lower(...).compile()` asks for a compile
         "import jax\ndef warm(engine, shapes):\n    out = {}\n    for n, shape in shapes.items():\n"
         "        out[n] = jax.jit(engine.prefill).lower(shape).compile()\n    return out\n",
@@ -941,7 +952,7 @@ class JitInLoop(Rule):
                     per_call=True,
                 )
             return
-        if self._is_jit(node) and self.in_loop and self._used_in_loop(node):
+        if self._is_jit(node) and self.in_loop and self._used_in_loop(node) and not self._rebuilt_when_needed():
             new_object = self._new_each_iteration(node)
             if new_object:
                 self._report(
@@ -967,6 +978,19 @@ class JitInLoop(Rule):
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and call in [a.value for a in small.value.args]:
                 return False  # handed straight to a container or registry
         return True
+
+    def _rebuilt_when_needed(self) -> bool:
+        """Built under an `if` whose test the loop changes (`if need_compile: step =
+        jax.jit(partial(update, n=n)); need_compile = False`): a rebuild when something
+        changed, not a new function every iteration."""
+        loop = self.loops[-1]
+        changed = assigned_names(loop.body)
+        for statement in reversed(self.ctx.statement_stack):
+            if statement is loop:
+                return False
+            if isinstance(statement, cst.If) and names_in(statement.test) & changed:
+                return True
+        return False
 
     def _kept(self, names: set[str]) -> bool:
         """The loop stores the jitted function for later (`table.append(step)`,
