@@ -265,3 +265,24 @@ def test_a_cell_indented_as_a_whole_runs_as_ipython_runs_it(tmp_path, monkeypatc
     assert cells[0].source == "import jax.numpy as jnp\nx = jnp.zeros(3)\nx = x.at[0].set(1.0)"
     assert cells[1].source == " y = jnp.zeros(2)\n for i in range(2):\n   y[i] = 1.0\n"
     assert "nb.ipynb:cell 2:3:4: JG301" in out
+
+
+def test_a_global_goes_stale_in_a_notebook_only_if_the_function_runs_after_it_changed(tmp_path, monkeypatch, capsys):
+    # cells run in order: a jitted function called, then its global rebound in a later cell,
+    # is stale only if a later cell calls it again
+    monkeypatch.chdir(tmp_path)
+    cells = [
+        ("code", "import jax\nimport jax.numpy as jnp\nframes = jnp.zeros(3)"),
+        ("code", "@jax.jit\ndef infer(q):\n    return frames * q\nout = infer(1.0)"),
+        ("code", "frames = jnp.ones(3)"),
+    ]
+    _notebook(tmp_path / "nb.ipynb", cells)
+    code, out = run(capsys, "nb.ipynb")
+    assert code == 0 and "JG102" not in out
+    _notebook(tmp_path / "nb.ipynb", [*cells, ("code", "again = infer(2.0)")])
+    code, out = run(capsys, "nb.ipynb")
+    assert "nb.ipynb:cell 2:3:12: JG102" in out
+    # the same code as a module may be imported: a later caller gets the stale value
+    (tmp_path / "mod.py").write_text("\n".join(source for _, source in cells) + "\n")
+    code, out = run(capsys, "mod.py")
+    assert "JG102" in out

@@ -452,8 +452,10 @@ class TracedReadsMutableGlobal(Rule):
         module-level code builds and converts before the function's `def` (`T = np.zeros(8)`,
         `T[3] = 1`, `T = jnp.asarray(T)`) has its final value whenever the function is traced,
         and is not flagged; nor is a name rebound after the `def` before anything run at import
-        could call the function (a module function called at import counts only if the
-        function is among those it calls), a lazily made value (set under `if X is None:`, or after a
+        could call the function (a module function called at import, or a name bound to a
+        jit or partial of one, counts only if the function is among those it calls); in a
+        notebook (the whole program, its cells run in order), a name rebound only where no
+        later cell runs the function again; a lazily made value (set under `if X is None:`, or after a
         guard that returns it once set: `if _tried: return _cache`, or set beside the guarded
         name in the block that sets it) that nothing else resets,
         a name a function sets only to what imports and constants give alike on every call
@@ -464,7 +466,8 @@ class TracedReadsMutableGlobal(Rule):
         read in a method jitted with `self`
         static when `attr` is reassigned after construction and the class has no `__hash__`,
         unless every reassignment rebuilds it from the object's fixed attributes and constants
-        (`self.tx = optax.adam(self.cfg.lr)` in `init`): an equal value each time.
+        (`self.tx = optax.adam(self.cfg.lr)` in `init`): an equal value each time; a count the
+        method only updates (`self.n_updates += 1`, JG104's concern) is not a read.
     """
     why = """
         JAX captures the value a global has when the function is traced. Later calls with the
@@ -576,6 +579,9 @@ class TracedReadsMutableGlobal(Rule):
         # rebound before anything could call the function: it only ever sees the final value
         "import jax\nfrom collections import namedtuple\nParams = ['a', 'b']\n@jax.jit\ndef f(p):\n"
         "    return Params(*p)\nParams = namedtuple('Params', Params)\n",
+        # what runs at import before the last binding is another jitted function
+        "import jax\n@jax.jit\ndef f(x):\n    return x * scale\ndef other(x):\n    return x\nother = jax.jit(other)\n"
+        "scale = 1.0\nother(1.0)\nscale = 2.0\n",
         # a decorator's arguments are read where the `def` runs, not inside the trace
         "import jax\ndev = 1\ndef test_a():\n    @jax.jit\n    @wrap(dev)\n    def circuit(x):\n        return x\n"
         "    return circuit(1.0)\ndev = 2\n",
@@ -610,6 +616,10 @@ class TracedReadsMutableGlobal(Rule):
         "    def update_bcs(self, args):\n        self.bcs = self.bc_fn(args)\n"
         "    @partial(jax.jit, static_argnums=0)\n    def step(self, x, args):\n        self.update_bcs(args)\n"
         "        return x * self.bcs\n",
+        # a count kept on the object, never read into the computation (JG104 is about the write)
+        "import jax\nfrom functools import partial\nclass Runner:\n    def __init__(self):\n        self.n_updates = 0\n"
+        "    def reset(self):\n        self.n_updates = 0\n    @partial(jax.jit, static_argnums=0)\n"
+        "    def run(self, x):\n        self.n_updates += 1\n        return x * 2\n",
         # make_jaxpr traces on every call: nothing is cached, nothing goes stale
         "import jax\nscale = 1.0\ndef f(x):\n    return x * scale\nprint(jax.make_jaxpr(f)(1.0))\nscale = 2.0\n"
         "print(jax.make_jaxpr(f)(1.0))\n",
@@ -658,6 +668,8 @@ class TracedReadsMutableGlobal(Rule):
             return
         if node.value not in ctx.facts.loads or ctx.scope.lookup(receiver) is not function.scope:
             return
+        if node in ctx.facts.counted_attributes:
+            return  # `self.n_updates += 1`: a count kept on the object (JG104's concern), nothing read into the trace
         mutated = _reassigned_attributes(ctx.facts, function.parent)
         where = mutated.get(node.attr.value)
         if where is None or (function.node, node.attr.value) in self.reported_attributes:

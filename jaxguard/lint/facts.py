@@ -36,6 +36,10 @@ from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here
 )
 from jaxguard.lint.walk import Visitor, walk
 
+# The comment that starts each code cell of a notebook in the module jaxguard lints for it
+# (jaxguard.lint.notebook joins the cells under these markers).
+CELL_MARKER = "#@@jaxguard-cell-{}@@"
+
 BUILTIN_NAMES = frozenset(dir(builtins))
 
 
@@ -502,7 +506,9 @@ class _Collector(Visitor):
         if self.scope.kind == "module":
             self.events += 1
             self.facts.last_module_binding[name] = self.events
+            self.facts.module_bindings.setdefault(name, []).append(self.events)
             if self.module_loop_depth:
+                self.facts.loop_bindings.setdefault(name, []).append(self.events)
                 kind = "loop"
             elif self.module_compound_depth:
                 kind = "conditional"
@@ -817,6 +823,8 @@ class ModuleFacts:
         self.maybe_dead = False
         # module-level name -> the `order` of its last module-level binding
         self.last_module_binding: dict[str, int] = {}
+        self.module_bindings: dict[str, list[int]] = {}  # ... and the `order` of each one
+        self.loop_bindings: dict[str, list[int]] = {}  # ... of those made in a module-level loop
         # calls made while the module is imported (at module level or in a class body), each
         # with the number of module-level bindings and definitions made before it
         self.import_time_calls: list[tuple[cst.Call, int]] = []
@@ -893,6 +901,26 @@ class ModuleFacts:
     @functools.cached_property
     def loads(self) -> set[cst.Name]:
         return loaded_names(self.module)
+
+    @functools.cached_property
+    def is_notebook(self) -> bool:
+        """The module is a notebook's code cells: the whole program, run in order, never imported."""
+        header = self.module.header
+        return bool(header) and header[0].comment is not None and header[0].comment.value == CELL_MARKER.format(0)
+
+    @functools.cached_property
+    def counted_attributes(self) -> set[cst.Attribute]:
+        """Attributes updated in place (`self.n_updates += 1`): read only to be written back,
+        not into a computation."""
+        found: set[cst.Attribute] = set()
+
+        class _Collect(Visitor):
+            def visit_AugAssign(self, node: cst.AugAssign) -> None:
+                if isinstance(node.target, cst.Attribute):
+                    found.add(node.target)
+
+        walk(self.module, _Collect())
+        return found
 
     @functools.cached_property
     def item_store_roots(self) -> set[cst.Name]:
@@ -1006,10 +1034,13 @@ class ModuleFacts:
         if name in self.globals_assigned_in_functions:
             return False
         last = self.last_module_binding.get(name, 0)
+        runs = [at for call, at in self.import_time_calls if at >= info.order and self._may_run_module_code(call, info)]
+        if self.is_notebook and all(at < info.order for at in self.loop_bindings.get(name, ())):
+            # a notebook is the whole program: the function sees a stale value only if it
+            # runs again after the value changed (cells run in order; a loop may run again)
+            return not any(runs and runs[0] < at <= runs[-1] for at in self.module_bindings.get(name, ()))
         # rebound after the def, but before anything run at import could call the function
-        return last < info.order or not any(
-            info.order <= at <= last and self._may_run_module_code(call, info) for call, at in self.import_time_calls
-        )
+        return last < info.order or not any(at <= last for at in runs)
 
     def _may_run_module_code(self, call: cst.Call, info: FunctionInfo) -> bool:
         """A call made at import that may run `info`: it calls a function of this module that
@@ -1023,8 +1054,9 @@ class ModuleFacts:
             return True
         scope = self.module_scope
         local = func.value not in scope.imports
-        if local and isinstance(call.func, cst.Name) and func.value in scope.defs and func.value not in scope.values:
-            if self._reaches(scope.defs[func.value], info):
+        runs = self._module_functions_named(func.value) if isinstance(call.func, cst.Name) and local else None
+        if runs is not None:
+            if any(self._reaches(target, info) for target in runs):
                 return True  # `get_field(model)` at import runs only what it calls
         elif local and (func.value in scope.values or func.value in scope.defs or func.value in scope.classes):
             return True
@@ -1038,6 +1070,19 @@ class ModuleFacts:
             )
             for arg in call.args
         )
+
+    def _module_functions_named(self, name: str) -> list[FunctionInfo] | None:
+        """The module functions a call of module-level `name` runs: its `def`, and what every
+        other binding wraps (`step = jax.jit(step)`, `partial(step, n=2)`); None when some
+        binding is anything else."""
+        scope = self.module_scope
+        runs = [scope.defs[name]] if name in scope.defs else []
+        for value in scope.values.get(name, ()):
+            wrapped = self.function_for(value, scope) if isinstance(value, cst.Call) else None
+            if wrapped is None:
+                return None
+            runs.append(wrapped)
+        return runs or None
 
     def _reaches(self, start: FunctionInfo, target: FunctionInfo) -> bool:
         """Does running `start` run `target` (or the function that defines it), through the

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from jaxguard.lint.diagnostic import Diagnostic
+from jaxguard.lint.facts import CELL_MARKER
 from jaxguard.lint.files import Outcome, io_error
 from jaxguard.lint.settings import LintSettings
 
@@ -53,7 +54,6 @@ _AUTOMAGIC = re.compile(r"^\s*([A-Za-z_]\w*)\s+(\S)")
 # `config = dict(` opens a statement that goes on below, so the line alone does not compile.
 _ASSIGNED = frozenset("=,")
 _LEADING_INDENT = re.compile(r"^[ \t]+")
-_CELL_MARKER = "#@@jaxguard-cell-{}@@"
 _MAGIC_MARKER = "pass  #@@jaxguard-magic-{}@@"
 _MARKER_LINE = re.compile(r"^#@@jaxguard-cell-(\d+)@@$")
 _MAGIC_LINE = re.compile(r"^(\s*)pass  #@@jaxguard-magic-(\d+)@@$")
@@ -145,7 +145,7 @@ def _build(notebook: dict) -> tuple[str, list[_Cell]]:
             body_lines.pop()
         entry = _Cell(index, number, text, masked, indent, start=line + 1, lines=len(body_lines))
         cells.append(entry)
-        parts.append(_CELL_MARKER.format(len(cells) - 1) + "\n")
+        parts.append(CELL_MARKER.format(len(cells) - 1) + "\n")
         parts.extend(part + "\n" for part in body_lines)
         line += 1 + len(body_lines)
     return "".join(parts), cells
@@ -290,7 +290,7 @@ def _split(joined: str, cells: list[_Cell]) -> list[str] | None:
 
 def _split_with_prefix(joined: str, cells: list[_Cell]) -> list[str] | None:
     """A fix inserted lines above the first marker (e.g. an import): move them into cell 1."""
-    first = _CELL_MARKER.format(0) + "\n"
+    first = CELL_MARKER.format(0) + "\n"
     at = joined.find(first)
     if at <= 0:
         return None
