@@ -371,6 +371,27 @@ def test_a_draw_under_a_flag_is_no_reuse_on_a_path_the_flag_rules_out():
     assert "JG602" in found(both)
 
 
+def test_draws_whose_numbers_are_never_used_are_no_reuse():
+    # samples taken only as templates for empty buffers: their shapes and dtypes are read,
+    # their numbers never, so drawing them from one key correlates nothing
+    source = """
+    import jax
+    import jax.numpy as jnp
+
+    def buffers(obs_space, action_space, n):
+        dummy = jax.random.PRNGKey(0)
+        empty_obs = jax.tree_util.tree_map(lambda x: jnp.empty((n,) + x.shape, x.dtype), obs_space.sample(dummy))
+        action = action_space.sample(dummy)
+        empty_action = jnp.empty((n,) + action.shape, action.dtype)
+        noise = jax.random.normal(dummy, (n,))
+        return empty_obs, empty_action, noise
+    """
+    assert "JG601" not in found(source)
+    # the action's numbers used: a reuse of the key that made the noise
+    used = source.replace("return empty_obs, empty_action, noise", "return empty_obs, empty_action + action, noise")
+    assert "JG601" in found(used)
+
+
 def test_side_streams_of_a_flax_init_are_possible_draws():
     # the target network starts equal to the online one: the "params" key is drawn twice
     # (reported), the dropout key only feeds init's discarded forward pass (not reported)

@@ -390,7 +390,8 @@ class KeyFlow:
             arg = _key_argument(call)
             key = self._key_id(arg, known_only=False) if arg is not None else None
             if key is not None and key.split("[")[0] not in shadowed:
-                self._consume(key, call, name, name == "jax.random.split", state)
+                split = name == "jax.random.split"
+                self._consume(key, call, name, split, state, maybe=not split and self._only_shape_used(call))
                 if shadowed and not self.key_param and name.rsplit(".", 1)[-1] not in _REORDERINGS:
                     # (one permutation for each of several arrays keeps paired data aligned)
                     # in a comprehension's element: every element draws from the same key
@@ -439,9 +440,33 @@ class KeyFlow:
             proven = callee is not None or verdict == DRAWS or _samples(call)
             maybe = (
                 (haiku_apply and arg.keyword is None and not inside) or id(node) in side_streams
-                or _apply_signature_key(call, node) or how == MAYBE
+                or _apply_signature_key(call, node) or how == MAYBE or self._only_shape_used(call)
             )
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
+
+    def _only_shape_used(self, call: cst.Call) -> bool:
+        """The numbers drawn are never used, only their shape or dtype: a template for empty
+        buffers (`tree_map(lambda x: jnp.empty(x.shape, x.dtype), space.sample(key))`, or `x =
+        space.sample(key)` read only as `x.shape`). Such a draw correlates with nothing."""
+        statement = self.statement
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return False
+        small = statement.body[0]
+        for mapping in descendants(small):
+            if (
+                isinstance(mapping, cst.Call) and any(arg.value is call for arg in mapping.args[1:])
+                and self.facts.qualname(mapping.func, self.scope) in TREE_MAPS
+                and mapping.args and isinstance(mapping.args[0].value, cst.Lambda)
+            ):
+                template = mapping.args[0].value
+                return _read_only_for_shape({p.name.value for p in all_params(template.params)}, template.body)
+        function = self.scope.function
+        if (
+            function is not None and isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1
+            and isinstance(small.targets[0].target, cst.Name)
+        ):
+            return _read_only_for_shape({small.targets[0].target.value}, function.node.body, after=small)
+        return False
 
     def _lambda_draws(self, function: cst.Lambda) -> list[tuple[str, str, cst.Call]]:
         """(key, sampler, call) for each draw in a lambda's body from a key it does not receive
@@ -701,6 +726,33 @@ def _held_by(facts: ModuleFacts, class_scope: Scope, depth: int = 0) -> tuple[se
             elif isinstance(small, cst.Assign):
                 stored.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
     return stored, methods, external
+
+
+_SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
+
+
+def _read_only_for_shape(names: set[str], body: cst.CSTNode, after: cst.CSTNode | None = None) -> bool:
+    """Every read of `names` in `body` (past `after`) is `name.shape`, `.dtype`, `.ndim` or
+    `.size`, and there is at least one; no other read, and no rebinding."""
+    reads = {"shape": 0, "other": 0}
+    started = [after is None]
+
+    class _Reads(Visitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if not started[0]:
+                if node is after:
+                    started[0] = True
+                    return False  # the binding itself
+                return True
+            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in names:
+                reads["shape" if node.attr.value in _SHAPE_ATTRIBUTES else "other"] += 1
+                return False
+            if isinstance(node, cst.Name) and node.value in names:
+                reads["other"] += 1
+            return True
+
+    walk(body, _Reads())
+    return reads["shape"] > 0 and reads["other"] == 0
 
 
 def _assigned_attributes(block: cst.CSTNode) -> set[str]:

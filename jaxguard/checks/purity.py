@@ -1381,6 +1381,11 @@ TRACE_TIME_CONSTANTS = {
     "builtins.input": "input()",
 }
 TRACE_TIME_PREFIXES = ("numpy.random.", "random.")
+# Generators made from a seed, and seeding: NumPy turns the seed into an integer.
+_SEEDED_GENERATORS = frozenset({
+    "numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.seed", "numpy.random.Generator",
+    "numpy.random.PCG64", "numpy.random.SeedSequence", "random.seed", "random.Random",
+})
 
 
 @register
@@ -1416,6 +1421,9 @@ class TraceTimeConstant(Rule):
         "import os\nimport jax\ndef tuned(x, default):\n    if not isinstance(x, jax.core.Tracer):\n        return default\n"
         "    return int(os.getenv('BLOCK', '128'))\n@jax.jit\ndef f(x):\n    return x * tuned(x, 64)\n",
         "import jax\nimport numpy as np\n@jax.jit\ndef f(x):\n    return x + np.random.rand()\n",
+        # seeded from a constant: the same numbers on every call
+        "import jax\nimport numpy as np\n@jax.jit\ndef f(key, x):\n    rng = np.random.default_rng(0)\n"
+        "    return x + rng.normal()\n",
         "import jax, time\n@jax.jit\ndef f(x):\n    return x * time.time()\n",
         "import jax, os\n@jax.jit\ndef f(x):\n    return x * float(os.environ['SCALE'])\n",
         "import jax, random\n@jax.jit\ndef f(x):\n    return x * random.random()\n",
@@ -1435,6 +1443,9 @@ class TraceTimeConstant(Rule):
         "import functools\nimport os\nimport jax\nimport jax.numpy as jnp\n@functools.cache\ndef get_dtype():\n"
         "    return jnp.float32 if os.getenv('P') == 'f32' else jnp.float64\n"
         "@jax.jit\ndef f(x):\n    return x.astype(get_dtype())\n",
+        # seeded from the traced key: the conversion to an integer raises under tracing
+        "import jax\nimport numpy as np\n@jax.jit\ndef f(key, x):\n    rng = np.random.default_rng(np.uint32(key))\n"
+        "    return x + rng.normal()\n",
         # a host callback defined inside jit runs on every call
         "import jax, time\n@jax.jit\ndef f(x):\n    def dump(v):\n        with open(f'{time.time_ns()}.txt', 'w') as out:\n"
         "            out.write(str(v))\n    jax.debug.callback(dump, x)\n    return x\n",
@@ -1446,10 +1457,17 @@ class TraceTimeConstant(Rule):
         name = self.ctx.qualname(node.func)
         if name is None:
             return
+        if name in _SEEDED_GENERATORS and self._seeded_by_tracer(node):
+            return  # `default_rng(np.uint32(key))` on a tracer raises at once: nothing is frozen
         if name in TRACE_TIME_CONSTANTS:
             self.report(node, self.message.format(what=TRACE_TIME_CONSTANTS[name]))
         elif name.startswith(TRACE_TIME_PREFIXES):
             self.report(node, self.message.format(what=name.replace("numpy.", "np.") + "()"))
+
+    def _seeded_by_tracer(self, call: cst.Call) -> bool:
+        """A seed made from a traced value: NumPy converts it to an integer, which raises
+        under tracing (TracerArrayConversionError)."""
+        return shows_traced(self.ctx, [arg.value for arg in call.args])
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self.ctx.in_traced and self.ctx.qualname(node.value) == "os.environ":
