@@ -1395,7 +1395,12 @@ class TraceTimeConstant(Rule):
     summary = "NumPy random, time, environment or file reads in a traced function are frozen into the compiled program"
     message = "{what} in a traced function is evaluated once, at trace time, and frozen into the compiled program"
     fix_kind = "suggest"
-    what = "Flags `np.random.*`, `random.*`, `time.time()`, `datetime.now()`, `os.environ`, `open()` and similar inside a traced function."
+    what = """
+        Flags `np.random.*`, `random.*`, `time.time()`, `datetime.now()`, `os.environ`, `open()`
+        and similar inside a traced function. Not a generator seeded from a value proven traced
+        (`np.random.default_rng(np.uint32(key))` with `key` traced): NumPy's conversion of a
+        tracer raises at once, nothing is frozen.
+    """
     why = """
         These calls run while JAX traces the function; their result becomes a constant of the
         compiled program. Every later call reuses the same "random" number, timestamp or
