@@ -672,3 +672,33 @@ def test_a_name_a_project_module_binds_two_ways_is_not_an_alias(tmp_path):
     lines = check(root, "pkg", "--select", "JG109")
     assert ("pkg/solve_jax.py", 6, "JG109") in lines
     assert not any(path == "pkg/solve.py" for path, _, _ in lines)
+
+
+def test_a_helper_that_only_a_host_callback_runs_is_not_traced(tmp_path):
+    # the solver runs on the host through pure_callback, on every call: its clock reads
+    # are not frozen; the same helper called in the trace is
+    make(tmp_path, {
+        "solvers.py": """
+            import time
+
+            def host_solve(a):
+                start = time.time()
+                return a
+        """,
+        "model.py": """
+            import jax
+            from solvers import host_solve
+
+            @jax.jit
+            def solve(a):
+                fun = lambda a: host_solve(a)
+                return jax.pure_callback(fun, jax.ShapeDtypeStruct(a.shape, a.dtype), a)
+
+            @jax.jit
+            def solve_direct(a):
+                return jax.pure_callback(host_solve, jax.ShapeDtypeStruct(a.shape, a.dtype), a)
+        """,
+    })
+    assert ("solvers.py", "JG105") not in found(tmp_path)
+    (tmp_path / "model.py").write_text((tmp_path / "model.py").read_text() + "\n@jax.jit\ndef traced(a):\n    return host_solve(a)\n")
+    assert ("solvers.py", "JG105") in found(tmp_path)

@@ -63,12 +63,22 @@ ABSTRACT_TRACES = frozenset({
     "jax.eval_shape", "jax.make_jaxpr", "equinox.filter_eval_shape", "equinox.filter_make_jaxpr", "flax.nnx.eval_shape",
     "flax.linen.tabulate",
 })
-# `jax.jit(f).lower(x)`, `jitted.trace(x)`: staged out and compiled, not run.
-ABSTRACT_METHODS = frozenset({"lower", "trace"})
+# `jax.jit(f).lower(x)`, `jitted.trace(x)`: staged out and compiled, not run;
+# `jitted.eval_shape(x)`: shapes only.
+ABSTRACT_METHODS = frozenset({"lower", "trace", "eval_shape"})
 # Helpers named for them: `fast_eval_shape(f, x)`, `abstract_to_dot(f)(x)`, and functions of
 # a module named for jaxprs (`jaxpr_info.make_model_info(f)(x)`).
 _ABSTRACT_FUNCTION = re.compile(r"eval_shape|make_jaxpr|^abstract")
 _ABSTRACT_MODULE = re.compile(r"^(jaxpr|eval_shape)")
+
+
+def names_abstract_trace(name: str) -> bool:
+    """A function that evaluates what it is given abstractly (ABSTRACT_TRACES, and helpers
+    named for them)."""
+    if name in ABSTRACT_TRACES:
+        return True
+    *modules, tail = name.split(".")
+    return bool(_ABSTRACT_FUNCTION.search(tail)) or any(_ABSTRACT_MODULE.match(part) for part in modules)
 
 # Host callbacks: the functions they receive run in Python with concrete values, not traced.
 CALLBACK_NAMES = frozenset({"pure_callback", "io_callback", "callback", "id_tap", "id_print"})

@@ -18,7 +18,9 @@ import ast
 import warnings
 
 from jaxguard.lint.jaxapi import (
+    ABSTRACT_METHODS,
     ARRAY_METHODS,
+    CALLBACK_NAMES,
     CUSTOM_DERIVATIVES,
     FUNCTION_APPLYING_BUILTINS,
     FUNCTION_APPLYING_PREFIXES,
@@ -30,9 +32,10 @@ from jaxguard.lint.jaxapi import (
     MEMOIZERS,
     NOT_CONSUMING,
     TRACING_TRANSFORMS,
+    names_abstract_trace,
 )
 
-VERSION = 6  # of the summary format (part of its cache key)
+VERSION = 7  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code).
@@ -389,6 +392,28 @@ class _Summariser:
         return self.qualify(node, local, cls, self_name), positional, keywords
 
     # functions -----------------------------------------------------------------------
+    def _host_callback_calls(self, flat: _Flat, local, cls, self_name) -> set[int]:
+        """The calls inside lambdas and nested functions this function only hands to a host
+        callback (`solve = lambda a: scipy_solve(a)`, `jax.pure_callback(solve, ...)`): they
+        run on the host with concrete values, not when the function runs (ids of the calls)."""
+        handed: list[ast.AST] = []
+        for call in flat.calls:
+            target = self.qualify(call.func, local, cls, self_name) or ""
+            if target.rsplit(".", 1)[-1] in CALLBACK_NAMES and call.args:
+                handed.append(call.args[0])
+        if not handed:
+            return set()
+        called = {call.func.id for call in flat.calls if isinstance(call.func, ast.Name)}
+        names = {arg.id for arg in handed if isinstance(arg, ast.Name)} - called  # also run in the trace
+        bodies = [arg for arg in handed if isinstance(arg, ast.Lambda)]
+        for node in flat.nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+                bodies.append(node)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+                if any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
+                    bodies.append(node.value)
+        return {id(inner) for body in bodies for inner in ast.walk(body) if isinstance(inner, ast.Call)}
+
     def _function(self, qualname: str, node, cls: str | None, flat: _Flat) -> None:
         local = self._local_imports(flat)
         params = [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)]
@@ -397,10 +422,15 @@ class _Summariser:
         self_name = params[0] if is_method and params else None
         calls: set[str] = set()
         method_calls: set[str] = set()
+        on_host = self._host_callback_calls(flat, local, cls, self_name)
         for inner in flat.calls:
+            if id(inner) in on_host:
+                continue
             target = self.qualify(inner.func, local, cls, self_name)
             if target is not None:
                 calls.add(target)
+                if target.rsplit(".", 1)[-1] in CALLBACK_NAMES:
+                    continue  # a host callback runs later, on concrete values: not in the trace
                 if target.startswith(FUNCTION_APPLYING_PREFIXES) or target in FUNCTION_APPLYING_BUILTINS:
                     for arg in inner.args:  # functions handed to tree_map and the like run too
                         passed = self._function_target(arg, local, cls, self_name)
@@ -511,6 +541,10 @@ class _KeyUses:
             self.unknown = True
             return
         target = self.s.qualify(call.func, self.local, self.cls, self.self_name)
+        if (target is not None and names_abstract_trace(target)) or (
+            isinstance(call.func, ast.Attribute) and call.func.attr in ABSTRACT_METHODS
+        ):
+            return  # `jax.eval_shape(init, key)`, `jax.jit(init).eval_shape(key)`: shapes only, nothing drawn
         if target is not None and target.startswith("jax.random."):
             if (position == 0 or keyword == "key") and target not in NOT_CONSUMING:
                 self.draws = self.draws or not (target == "jax.random.split" and self._results_unused(call))
