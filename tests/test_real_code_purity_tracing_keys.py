@@ -75,6 +75,22 @@ def test_lowering_and_abstract_helpers_consume_no_key():
         return compiled, text
     """
     assert "JG601" not in found(source)
+    # a helper that only evaluates the init's shapes, with jax.eval_shape or a jitted
+    # function's eval_shape, draws nothing from the key it is given
+    helper = """
+    import jax
+
+    def shaped_state(init, rng):
+        shapes = jax.eval_shape(init, rng)
+        return jax.jit(init).eval_shape(rng), shapes
+
+    def setup(init):
+        rng = jax.random.PRNGKey(0)
+        abstract = shaped_state(init, rng)
+        return init(rng), abstract
+    """
+    assert "JG601" not in found(helper)
+    assert "JG601" in found(helper.replace("return jax.jit(init).eval_shape(rng), shapes", "return jax.random.normal(rng), shapes"))
 
 
 # 2. JG604: the `for` statement's iterable is evaluated once ------------------------------------
@@ -369,6 +385,19 @@ def test_a_draw_under_a_flag_is_no_reuse_on_a_path_the_flag_rules_out():
                           "            return jax.random.normal(key, state.shape)").replace(
         "            if self.return_trace:\n                return self.loop(key_smc, state)\n", "")
     assert "JG602" in found(both)
+    # a mode compared with two different literals: at most one branch draws
+    modes = """
+    import jax
+
+    def add_noise(x, key, noise_type):
+        if noise_type == "uniform":
+            x = x + jax.random.uniform(key, x.shape)
+        if noise_type == 'gaussian':
+            x = x + jax.random.normal(key, x.shape)
+        return x
+    """
+    assert "JG601" not in found(modes)
+    assert "JG601" in found(modes.replace("if noise_type == 'gaussian':", "if noise_type != 'gaussian':"))
 
 
 def test_draws_whose_numbers_are_never_used_are_no_reuse():
@@ -390,6 +419,26 @@ def test_draws_whose_numbers_are_never_used_are_no_reuse():
     # the action's numbers used: a reuse of the key that made the noise
     used = source.replace("return empty_obs, empty_action, noise", "return empty_obs, empty_action + action, noise")
     assert "JG601" in found(used)
+
+
+def test_a_key_a_loop_rebinds_on_every_pass_is_new_after_it():
+    # after `for step in range(n)`, the old key is reused only if the loop ran zero times
+    source = """
+    import jax
+
+    def run(key, base, n):
+        noise = jax.random.normal(key)
+        for step in range(n):
+            key = jax.random.fold_in(base, step)
+            key, sub = jax.random.split(key)
+            noise = noise + jax.random.normal(sub)
+        final = jax.random.uniform(key)
+        return noise, final
+    """
+    assert "JG601" not in found(source)
+    # rebound only on some passes: the old key may reach the draw after the loop
+    sometimes = source.replace("            key = jax.random.fold_in(base, step)\n", "            if step % 2:\n                key = jax.random.fold_in(base, step)\n")
+    assert "JG601" in found(sometimes)
 
 
 def test_side_streams_of_a_flax_init_are_possible_draws():

@@ -215,6 +215,16 @@ class KeyFlow:
         return state
 
     def _flag(self, test: cst.BaseExpression) -> str | None:
+        """A test whose truth holds for the whole call: a flag (`bootstrap`, `self.trace`), or
+        a flag compared with a literal (`mode == "uniform"`, as `mode=='uniform'`)."""
+        if (
+            isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)
+            and isinstance(test.comparisons[0].comparator, (cst.SimpleString, cst.Integer))
+        ):
+            flag = self._flag(test.left)
+            literal = test.comparisons[0].comparator.evaluated_value  # `"a"` and `'a'` alike
+            return f"{flag}=={literal!r}" if flag is not None and "==" not in flag else None
         if isinstance(test, cst.Name):
             return test.value if test.value in self.flags else None
         if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self":
@@ -236,7 +246,11 @@ class KeyFlow:
     def _truth(self, test: cst.BaseExpression, known: dict[str, bool]) -> bool | None:
         """The test's truth from the flags known (None: not settled by them)."""
         if (flag := self._flag(test)) is not None:
-            return known.get(flag)
+            if flag in known:
+                return known[flag]
+            name, equals, _ = flag.partition("==")
+            # `mode == "gaussian"` is false where `mode == "uniform"` holds
+            return False if equals and any(k.startswith(name + "==") and v for k, v in known.items()) else None
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             inner = self._truth(test.expression, known)
             return None if inner is None else not inner
@@ -271,6 +285,11 @@ class KeyFlow:
         self.loop_depth_keys.append(rebound)
         body_state = self._walk(_block(statement.body), state.copy())
         self.loop_depth_keys.pop()
+        if isinstance(statement, cst.For) and body_state is not None:
+            # a key the body rebinds on every pass is new after the loop: a reuse of the old
+            # one there needs the loop to run zero times (`for step in range(n)`), a guess
+            for name in _rebound_every_pass(statement.body):
+                _forget(state, name)
         after = _join(state, body_state)
         return after if after is not None else state
 
@@ -675,6 +694,20 @@ def _join(a: _State | None, b: _State | None) -> _State | None:
         return a
     a.merge(b)
     return a
+
+
+def _rebound_every_pass(body) -> set[str]:
+    """Names a loop body's own top-level assignments bind, up to the first statement that
+    may skip the rest of the pass (a `continue`, `break`, `return` or `raise` in it)."""
+    names: set[str] = set()
+    for statement in _block(body):
+        if any(isinstance(node, (cst.Continue, cst.Break, cst.Return, cst.Raise)) for node in descendants(statement)):
+            break
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign):
+                    names.update(name for target in small.targets for name in _names_in(target.target))
+    return names
 
 
 def _forget(state: _State, name: str) -> None:

@@ -544,6 +544,11 @@ class TracedReadsMutableGlobal(Rule):
         # set beside a once-guard but outside its block: rebound on every call
         "import jax\n_scale = None\n_offset = None\ndef configure(s, o):\n    global _scale, _offset\n"
         "    if _scale is None:\n        _scale = s\n    _offset = o\n@jax.jit\ndef f(x):\n    return x + _offset\n",
+        # rebuilt on every training run from the caller's argument: a new function each time
+        "import jax\nfrom functools import partial\nclass PPO:\n    def _update(self, p, x, scale):\n        return p - scale * x\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def step(self, p, x):\n        return self._minibatch_fn(p, x)\n"
+        "    def train(self, p, x, scale):\n"
+        "        self._minibatch_fn = lambda a, b: self._update(a, b, scale)\n        return self.step(p, x)\n",
         # an attribute reassigned from a method's argument: a new value each call
         "import jax\nfrom functools import partial\nclass Scaled:\n    def __init__(self, cfg):\n        self.cfg = cfg\n"
         "    def set_scale(self, scale):\n        self.scale = scale * self.cfg.base\n"
@@ -616,6 +621,15 @@ class TracedReadsMutableGlobal(Rule):
         "    def update_bcs(self, args):\n        self.bcs = self.bc_fn(args)\n"
         "    @partial(jax.jit, static_argnums=0)\n    def step(self, x, args):\n        self.update_bcs(args)\n"
         "        return x * self.bcs\n",
+        # rebuilt on every training run from the object's own methods: an equal function each time
+        "import jax\nfrom functools import partial\nclass PPO:\n    def _loss(self, p, x):\n        return p * x\n"
+        "    def _update(self, p, x, grad_fn):\n        return p - grad_fn(p, x)\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def step(self, p, x):\n        return self._minibatch_fn(p, x)\n"
+        "    def train(self, p, x):\n        grad_fn = jax.grad(self._loss)\n"
+        "        self._minibatch_fn = lambda a, b: self._update(a, b, grad_fn)\n        return self.step(p, x)\n",
+        # a one-time warning: the guard returns whenever the flag is set, and nothing resets it
+        "import jax\n_WARNED = False\ndef warn_big(n):\n    global _WARNED\n    if _WARNED or n < 10:\n        return\n"
+        "    _WARNED = True\n    print('big')\n@jax.jit\ndef f(x):\n    warn_big(x.shape[0])\n    return x\n",
         # a count kept on the object, never read into the computation (JG104 is about the write)
         "import jax\nfrom functools import partial\nclass Runner:\n    def __init__(self):\n        self.n_updates = 0\n"
         "    def reset(self):\n        self.n_updates = 0\n    @partial(jax.jit, static_argnums=0)\n"
@@ -668,8 +682,8 @@ class TracedReadsMutableGlobal(Rule):
             return
         if node.value not in ctx.facts.loads or ctx.scope.lookup(receiver) is not function.scope:
             return
-        if node in ctx.facts.counted_attributes:
-            return  # `self.n_updates += 1`: a count kept on the object (JG104's concern), nothing read into the trace
+        if node in ctx.facts.counted_attributes or node in _stored_here(ctx.facts, function, receiver):
+            return  # `self.n_updates += 1`, `self.fn = ...`: written here, not read into the trace
         mutated = _reassigned_attributes(ctx.facts, function.parent)
         where = mutated.get(node.attr.value)
         if where is None or (function.node, node.attr.value) in self.reported_attributes:
@@ -680,6 +694,14 @@ class TracedReadsMutableGlobal(Rule):
             f"traced method reads '{receiver}.{node.attr.value}', but '{receiver}' is a static argument compared by "
             f"identity and '{node.attr.value}' is reassigned {where}: later calls reuse the code compiled for the old value",
         )
+
+
+def _stored_here(facts: ModuleFacts, function: FunctionInfo, receiver: str) -> set[cst.Attribute]:
+    """The `receiver.attr` targets the function's own assignments write; once per function."""
+    cache = facts.derived.setdefault("attribute-stores", {})
+    if function.node not in cache:
+        cache[function.node] = set(attribute_stores(function.node, {receiver}, nested=False))
+    return cache[function.node]
 
 
 # Methods that run while an object is being built, before any jitted method can be called.
@@ -1426,6 +1448,10 @@ class TraceTimeConstant(Rule):
         "import os\nimport jax\ndef tuned(x, default):\n    if not isinstance(x, jax.core.Tracer):\n        return default\n"
         "    return int(os.getenv('BLOCK', '128'))\n@jax.jit\ndef f(x):\n    return x * tuned(x, 64)\n",
         "import jax\nimport numpy as np\n@jax.jit\ndef f(x):\n    return x + np.random.rand()\n",
+        # the same helper also called in the trace
+        "import time\nimport jax\ndef host_solve(a):\n    start = time.time()\n    return a\n"
+        "@jax.jit\ndef solve(a):\n    fun = lambda a: host_solve(a)\n    b = host_solve(a)\n"
+        "    return jax.pure_callback(fun, jax.ShapeDtypeStruct(a.shape, a.dtype), b)\n",
         # seeded from a constant: the same numbers on every call
         "import jax\nimport numpy as np\n@jax.jit\ndef f(key, x):\n    rng = np.random.default_rng(0)\n"
         "    return x + rng.normal()\n",
@@ -1448,6 +1474,10 @@ class TraceTimeConstant(Rule):
         "import functools\nimport os\nimport jax\nimport jax.numpy as jnp\n@functools.cache\ndef get_dtype():\n"
         "    return jnp.float32 if os.getenv('P') == 'f32' else jnp.float64\n"
         "@jax.jit\ndef f(x):\n    return x.astype(get_dtype())\n",
+        # a helper only a host callback runs: on the host, on every call
+        "import time\nimport jax\ndef host_solve(a):\n    start = time.time()\n    return a\n"
+        "@jax.jit\ndef solve(a):\n    fun = lambda a: host_solve(a)\n"
+        "    return jax.pure_callback(fun, jax.ShapeDtypeStruct(a.shape, a.dtype), a)\n",
         # seeded from the traced key: the conversion to an integer raises under tracing
         "import jax\nimport numpy as np\n@jax.jit\ndef f(key, x):\n    rng = np.random.default_rng(np.uint32(key))\n"
         "    return x + rng.normal()\n",

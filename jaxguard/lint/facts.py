@@ -16,8 +16,6 @@ import libcst as cst
 
 from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here too
     KEY_ANNOTATION,
-    _ABSTRACT_FUNCTION,
-    _ABSTRACT_MODULE,
     ABSTRACT_METHODS,
     ABSTRACT_TRACES,
     CALLBACK_NAMES,
@@ -33,6 +31,7 @@ from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here
     REF_KERNEL_TAKERS,
     SHARD_MAPS,
     TRACING_TRANSFORMS,
+    names_abstract_trace,
 )
 from jaxguard.lint.walk import Visitor, walk
 
@@ -142,6 +141,9 @@ class Scope:
     kind: str  # "module" | "class" | "function"
     parent: Scope | None
     imports: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    # names imported as two different things here (`import jax.numpy as np`, later `import
+    # numpy as np` in a branch): which one a function sees depends on when it runs
+    ambiguous_imports: set[str] = field(default_factory=set)
     values: dict[str, list[cst.BaseExpression | None]] = field(default_factory=dict)
     defs: dict[str, FunctionInfo] = field(default_factory=dict)
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)
@@ -458,7 +460,10 @@ def _binds_directly(body: cst.BaseSuite, name: str) -> bool:
 
 
 def _tested_set(test: cst.BaseExpression) -> str | None:
-    """`name` for a test `name` or `name is not None` (the value is already there)."""
+    """`name` for a test `name` or `name is not None` (the value is already there), alone or
+    as one side of an `or` (`if _warned or n < limit: return`: true whenever it is set)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _tested_set(test.left) or _tested_set(test.right)
     return test.value if isinstance(test, cst.Name) else _compared_with_none(test, cst.IsNot)
 
 
@@ -640,10 +645,16 @@ class _Collector(Visitor):
             if alias.asname is not None:
                 local = dotted_name(alias.asname.name)  # type: ignore[arg-type]
                 if local:
-                    self.scope.imports[local] = full
+                    self._import(local, full)
             else:
                 top = full.split(".")[0]
-                self.scope.imports[top] = top
+                self._import(top, top)
+
+    def _import(self, local: str, qualified: str) -> None:
+        imports = self.scope.imports
+        if imports.get(local, qualified) != qualified:
+            self.scope.ambiguous_imports.add(local)
+        imports[local] = qualified
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if (node.relative or node.module is None) and self.facts.project is not None:
@@ -658,7 +669,7 @@ class _Collector(Visitor):
             name = _import_alias_name(alias)
             local = dotted_name(alias.asname.name) if alias.asname else name  # type: ignore[arg-type]
             if local:
-                self.scope.imports[local] = f"{base}.{name}"
+                self._import(local, f"{base}.{name}")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
@@ -991,19 +1002,27 @@ class ModuleFacts:
 
     def built_from_constants(
         self, value: cst.BaseExpression, scope: Scope, receiver: str | None = None,
-        reassigned: set[str] = frozenset(), exclude: str | None = None,
+        reassigned: set[str] = frozenset(), exclude: str | None = None, depth: int = 0,
     ) -> bool:
         """Is `value` made only of literals, imported names, builtins, module names that do
         not change and (given a `receiver`) its attributes that are never `reassigned`, through
         calls that give the same result each time? Then evaluating it again gives an equal
         value (`optax.adam(self.cfg.lr)`, `jax.devices()[0].platform`)."""
-        facts, calls = self, []
+        facts, calls, lambdas = self, [], set()
+        inner = [scope]  # the scope names are read in: a lambda's own, inside it
 
         class _Parts(cst.CSTVisitor):
             ok = True
 
             def visit_Call(self, call: cst.Call) -> None:
                 calls.append(call)
+
+            def visit_Lambda(self, function: cst.Lambda) -> None:
+                lambdas.add(function)
+                inner.append(facts.scopes.get(function, inner[-1]))
+
+            def leave_Lambda(self, original_node: cst.Lambda) -> None:
+                inner.pop()
 
             def visit_Attribute(self, attribute: cst.Attribute) -> bool:
                 base = attribute.value
@@ -1015,13 +1034,24 @@ class ModuleFacts:
             def visit_Name(self, name: cst.Name) -> None:
                 if name not in facts.loads or name.value in ("None", "True", "False"):
                     return
-                owner = scope.lookup(name.value)
+                owner = inner[-1].lookup(name.value)
                 if owner is None:
                     self.ok = self.ok and name.value in BUILTIN_NAMES
                 elif name.value in owner.imports:
                     return
+                elif owner.node in lambdas:
+                    return  # a parameter of a lambda the value makes
+                elif owner is scope and owner.kind != "module" and depth < 2 and name.value != receiver and built_local(name.value):
+                    return  # a local made the same way (`grad_fn = jax.grad(self._loss)`)
                 elif owner.kind != "module" or name.value == exclude or facts.is_rebound_global(name.value):
                     self.ok = False  # a parameter, a local, the global itself, or a global that changes
+
+        def built_local(name: str) -> bool:
+            values = scope.values.get(name, [])
+            return (
+                name not in scope.function.params and len(values) == 1 and values[0] is not None
+                and facts.built_from_constants(values[0], scope, receiver, reassigned, exclude, depth + 1)
+            )
 
         parts = _Parts()
         value.visit(parts)
@@ -1298,6 +1328,8 @@ class ModuleFacts:
             owner = scope.lookup(name)
             if owner is None:
                 return f"builtins.{name}" if name in BUILTIN_NAMES else None
+            if name in owner.ambiguous_imports:
+                return None
             if name in owner.imports and name not in owner.values:
                 return self._external(owner.imports[name])
             values = owner.values.get(name)
@@ -1587,12 +1619,7 @@ class ModuleFacts:
         if isinstance(func, cst.Call):  # make_jaxpr(f)(x): the transformation is the inner call
             func = func.func
         name = self.qualname(func, scope) or dotted_name(func)
-        if name is None:
-            return False
-        if name in ABSTRACT_TRACES:
-            return True
-        *modules, tail = name.split(".")
-        return bool(_ABSTRACT_FUNCTION.search(tail)) or any(_ABSTRACT_MODULE.match(part) for part in modules)
+        return name is not None and names_abstract_trace(name)
 
     def _find_abstract_only(self) -> None:
         """Mark the traced functions that only abstract evaluations reach (`abstract_only`).
