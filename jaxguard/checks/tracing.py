@@ -702,7 +702,8 @@ class JitInLoop(Rule):
         step))` with `step` a closure (the scan would trace it on every call anyway),
         `jax.jit(f).lower(...).compile()` (an ahead-of-time compile, asked for each time), a
         jit rebuilt under an `if` whose test the loop changes (`if need_compile:`: rebuilt when
-        something changed, not every iteration), and
+        something changed, not every iteration), a jit of each function of a collection the
+        loop walks (`for f in fns: jax.jit(f)(x)`: a different function each time), and
         `equinox.filter_jit` of an equinox transform made anew (equinox's wrappers are equal
         when their fields are, so its cache finds the first: only the slow path is reported).
     """
@@ -765,6 +766,9 @@ class JitInLoop(Rule):
         "        jax.jit(f)(y)\n",
     )
     valid = (
+        # each function of a table the loop walks: compiled once each, none wrapped again
+        "import jax\ndef tag_all(fns, x):\n    out = {}\n    for name, fn in fns.items():\n"
+        "        out[name] = jax.jit(fn)(x)\n    return out\n",
         # rebuilt only when the loop says it must (a fork changed the static sizes)
         "import jax\nimport functools\ndef train(update, state, batches):\n    need_compile, n = True, 1\n"
         "    for batch in batches:\n        if batch is None:\n            n += 1\n            need_compile = True\n"
@@ -933,6 +937,8 @@ class JitInLoop(Rule):
                         "recompiles, and if not every call still goes through jit's slow path",
                         recompiles=False,
                     )
+                elif self._walks_functions(built):
+                    pass  # `for f in fns: jax.jit(f)(x)`: each function compiled once, none again
                 else:
                     static = any(a.keyword is not None and a.keyword.value.startswith("static_") for a in built.args)
                     retrace = "no retrace unless its static arguments change" if static else "no retrace"
@@ -978,6 +984,16 @@ class JitInLoop(Rule):
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and call in [a.value for a in small.value.args]:
                 return False  # handed straight to a container or registry
         return True
+
+    def _walks_functions(self, built: cst.Call) -> bool:
+        """The jitted function is what the loop walks (`for name, f in fns.items():`): a
+        different function each iteration, not the same one wrapped again."""
+        args = positional(built)
+        loop = self.loops[-1]
+        return (
+            bool(args) and isinstance(args[0], cst.Name) and isinstance(loop, cst.For)
+            and args[0].value in names_in(loop.target) and args[0].value not in assigned_names(loop.body)
+        )
 
     def _rebuilt_when_needed(self) -> bool:
         """Built under an `if` whose test the loop changes (`if need_compile: step =
