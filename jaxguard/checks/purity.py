@@ -455,7 +455,8 @@ class TracedReadsMutableGlobal(Rule):
         could call the function (a module function called at import, or a name bound to a
         jit or partial of one, counts only if the function is among those it calls); in a
         notebook (the whole program, its cells run in order), a name rebound only where no
-        later cell runs the function again; a lazily made value (set under `if X is None:`, or after a
+        later cell runs the function again; a name bound again to the same expression of
+        values that do not change (an equal value); a lazily made value (set under `if X is None:`, or after a
         guard that returns it once set: `if _tried: return _cache`, or set beside the guarded
         name in the block that sets it) that nothing else resets,
         a name a function sets only to what imports and constants give alike on every call
@@ -504,6 +505,9 @@ class TracedReadsMutableGlobal(Rule):
         "import jax\nlr = 0.1\n@jax.jit\ndef f(x):\n    return x * lr\ny = f(1.0)\nlr *= 0.5\n",
         # the same lambda kept and called again: compiled once, with the first value
         "import jax\nbatch = 1.0\nf = jax.jit(lambda: batch * 2)\ny = f()\nbatch = 2.0\nz = f()\n",
+        # the same expression, but of a value that changes in between: a new value
+        "import jax\nGRID = 64\nkeep = GRID * 3 // 4\n@jax.jit\ndef f(x):\n    return x[:keep]\ny = f(1.0)\n"
+        "GRID = 32\nkeep = GRID * 3 // 4\nz = f(2.0)\n",
         # rebound at module level after the def (a schedule changed between calls)
         "import jax\nimport jax.numpy as jnp\nTABLE = jnp.zeros(3)\n@jax.jit\ndef f(i):\n    return TABLE[i]\n"
         "for step in range(3):\n    TABLE = TABLE + 1\n    f(0)\n",
@@ -581,6 +585,9 @@ class TracedReadsMutableGlobal(Rule):
         "@jax.jit\ndef f(x):\n    return get_kernel()(x)\n",
         "import jax\n_TPU = None\ndef on_tpu():\n    global _TPU\n    if _TPU is not None:\n        return _TPU\n"
         "    _TPU = jax.default_backend() == 'tpu'\n    return _TPU\n@jax.jit\ndef f(x):\n    return x * 2 if on_tpu() else x\n",
+        # bound again to the same expression of constants: an equal value
+        "import jax\nGRID = 64\nkeep = GRID * 3 // 4\n@jax.jit\ndef f(x):\n    return x[:keep]\ny = f(1.0)\n"
+        "keep = GRID * 3 // 4\nz = f(2.0)\n",
         # rebound before anything could call the function: it only ever sees the final value
         "import jax\nfrom collections import namedtuple\nParams = ['a', 'b']\n@jax.jit\ndef f(p):\n"
         "    return Params(*p)\nParams = namedtuple('Params', Params)\n",

@@ -971,12 +971,23 @@ class ModuleFacts:
             return True
         kinds = self.module_assignments.get(name, [])
         top = kinds.count("top")
+        if top >= 2 and set(kinds) == {"top"} and self._bound_alike(name):
+            return False  # `test_keep_num = grid * 3 // 4` written again: the same value
         return (
             "loop" in kinds
             or "augmented" in kinds
             or top >= 2
             or (top >= 1 and "conditional" in kinds)
         )
+
+    def _bound_alike(self, name: str) -> bool:
+        """Every module-level binding of `name` is the same expression of values that do not
+        change: each evaluates to an equal value."""
+        values = self.module_scope.values.get(name, [])
+        if not values or any(value is None for value in values):
+            return False
+        texts = {self.module.code_for_node(value) for value in values}
+        return len(texts) == 1 and self.built_from_constants(values[0], self.module_scope, exclude=name)
 
     def _set_to_new_values(self, name: str) -> bool:
         """Does a function give global `name` a value of its caller's choosing: from its
