@@ -702,3 +702,30 @@ def test_a_helper_that_only_a_host_callback_runs_is_not_traced(tmp_path):
     assert ("solvers.py", "JG105") not in found(tmp_path)
     (tmp_path / "model.py").write_text((tmp_path / "model.py").read_text() + "\n@jax.jit\ndef traced(a):\n    return host_solve(a)\n")
     assert ("solvers.py", "JG105") in found(tmp_path)
+
+
+def test_item_assignment_on_a_project_class_that_defines_setitem_is_its_own(tmp_path):
+    # a double-double pytree whose __setitem__ updates through .at[].set: `g[0] = v` works
+    make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/dd.py": """
+            class DoubleDouble:
+                def __init__(self, hi):
+                    self.hi = hi
+
+                def __setitem__(self, index, value):
+                    self.hi = self.hi.at[index].set(value.hi)
+        """,
+        "pkg/step.py": """
+            import jax
+            from pkg.dd import DoubleDouble
+
+            @jax.jit
+            def refine(g: DoubleDouble, new):
+                g[0] = new
+                return g
+        """,
+    })
+    assert ("pkg/step.py", "JG301") not in found(tmp_path)
+    (tmp_path / "pkg/dd.py").write_text("class DoubleDouble:\n    def __init__(self, hi):\n        self.hi = hi\n")
+    assert ("pkg/step.py", "JG301") in found(tmp_path)

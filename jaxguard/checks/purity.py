@@ -7,7 +7,7 @@ import string
 
 import libcst as cst
 
-from jaxguard.checks._common import attribute_stores
+from jaxguard.checks._common import attribute_stores, descendants
 from jaxguard.lint import kinds
 from jaxguard.lint.engine import AddImport, ReplaceNode
 from jaxguard.lint.facts import (
@@ -19,6 +19,7 @@ from jaxguard.lint.facts import (
     node_name,
     positional,
     target_name_nodes,
+    unset_attribute_tested,
 )
 from jaxguard.lint.jaxapi import TREE_MAPS
 from jaxguard.lint.registry import Rule, register
@@ -553,6 +554,11 @@ class TracedReadsMutableGlobal(Rule):
         "    @partial(jax.jit, static_argnums=0)\n    def step(self, p, x):\n        return self._minibatch_fn(p, x)\n"
         "    def train(self, p, x, scale):\n"
         "        self._minibatch_fn = lambda a, b: self._update(a, b, scale)\n        return self.step(p, x)\n",
+        # made lazily, but another method sets it to the caller's value: it changes later
+        "import jax\nfrom functools import partial\nclass Model:\n    def __init__(self):\n        self._scale = None\n"
+        "    def set_scale(self, scale):\n        self._scale = scale\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def run(self, x):\n        if self._scale is None:\n"
+        "            self._scale = 2.0\n        return x * self._scale\n",
         # an attribute reassigned from a method's argument: a new value each call
         "import jax\nfrom functools import partial\nclass Scaled:\n    def __init__(self, cfg):\n        self.cfg = cfg\n"
         "    def set_scale(self, scale):\n        self.scale = scale * self.cfg.base\n"
@@ -637,6 +643,10 @@ class TracedReadsMutableGlobal(Rule):
         # a one-time warning: the guard returns whenever the flag is set, and nothing resets it
         "import jax\n_WARNED = False\ndef warn_big(n):\n    global _WARNED\n    if _WARNED or n < 10:\n        return\n"
         "    _WARNED = True\n    print('big')\n@jax.jit\ndef f(x):\n    warn_big(x.shape[0])\n    return x\n",
+        # an attribute made lazily on first use and kept: set once
+        "import jax\nfrom functools import partial\nclass Model:\n    def __init__(self):\n        self._first = None\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def run(self, x):\n        if self._first is None:\n"
+        "            self._first = x.shape\n        return x * 2\n",
         # a count kept on the object, never read into the computation (JG104 is about the write)
         "import jax\nfrom functools import partial\nclass Runner:\n    def __init__(self):\n        self.n_updates = 0\n"
         "    def reset(self):\n        self.n_updates = 0\n    @partial(jax.jit, static_argnums=0)\n"
@@ -703,6 +713,16 @@ class TracedReadsMutableGlobal(Rule):
         )
 
 
+def _made_lazily(method: FunctionInfo) -> set[cst.Attribute]:
+    """The `self.attr` stores of a method in the body of `if self.attr is None:`."""
+    receiver = method.params[0]
+    lazy: set[cst.Attribute] = set()
+    for node in descendants(method.node):
+        if isinstance(node, cst.If) and (tested := unset_attribute_tested(node.test)) is not None:
+            lazy.update(t for t in attribute_stores(node.body, {receiver}) if f"{receiver}.{t.attr.value}" == tested)
+    return lazy
+
+
 def _stored_here(facts: ModuleFacts, function: FunctionInfo, receiver: str) -> set[cst.Attribute]:
     """The `receiver.attr` targets the function's own assignments write; once per function."""
     cache = facts.derived.setdefault("attribute-stores", {})
@@ -731,7 +751,10 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
     for method in class_scope.defs.values():
         if method.name in building or not method.params:
             continue
+        lazy = _made_lazily(method)
         for target, value in attribute_stores(method.node, {method.params[0]}, with_values=True):
+            if target in lazy:
+                continue  # `if self._cache is None: self._cache = ...`: made once, kept
             found.setdefault(target.attr.value, f"in '{method.name}'")
             stored.setdefault(target.attr.value, []).append((method, value))
     reassigned = set(found)

@@ -94,6 +94,9 @@ class InPlaceUpdate(Rule):
         "import jax, jax.numpy as jnp\nr = jax.new_ref(jnp.zeros(3))\nr[0] = 1.0\n",
         "import jax.numpy as jnp\nimport numpy as np\nx = jnp.zeros(3)\nx = np.asarray(x).copy()\nx[0] = 1.0\n",
         "import jax\n@jax.jit\ndef f(x):\n    out = [0, 0]\n    out[0] = x\n    return out\n",
+        # a pytree class of its own that defines item assignment (through .at[].set)
+        "import jax\nclass DoubleDouble:\n    def __setitem__(self, index, value):\n        self.hi = self.hi.at[index].set(value.hi)\n"
+        "@jax.jit\ndef refine(g: DoubleDouble, new):\n    g[0] = new\n    return g\n",
         # a traced argument used as a dict: its items are the pytree's leaves, settable
         "import jax\n@jax.jit\ndef f(txs):\n    for key, tx in txs.items():\n        txs[key] = tx * 2\n    return txs\n",
         # a string key: a dict of the pytree, not an array

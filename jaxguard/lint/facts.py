@@ -439,6 +439,20 @@ def _unset_tested(test: cst.BaseExpression) -> str | None:
     return negated if negated is not None else _compared_with_none(test, cst.Is)
 
 
+def unset_attribute_tested(test: cst.BaseExpression) -> str | None:
+    """`obj.attr` for a test `obj.attr is None` or `not obj.attr` (a lazily made attribute)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if not (isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
+            return None
+        test = test.left
+    else:
+        return None
+    return dotted_name(test) if isinstance(test, cst.Attribute) else None
+
+
 def _compared_with_none(test: cst.BaseExpression, operator: type) -> str | None:
     """`name` for a test `name is None` (operator cst.Is) or `name is not None` (cst.IsNot)."""
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):

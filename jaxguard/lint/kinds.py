@@ -137,6 +137,8 @@ class KindTracker:
                     kind = self._annotation_kind(param.annotation.annotation, scope)
                     if kind is not None or param.name.value not in function.traced_params:
                         frame[param.name.value] = kind
+                    elif self._settable_class(param.annotation.annotation, scope):
+                        frame[param.name.value] = None  # a pytree class of its own, items settable
         self.frames.append((scope, frame))
 
     def leave(self, scope: Scope) -> None:
@@ -199,6 +201,18 @@ class KindTracker:
                 self._bind(element.value, None)
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, None)
+
+    def _settable_class(self, annotation: cst.BaseExpression, scope: Scope) -> bool:
+        """A class of this module or project that defines `__setitem__` (a double-double
+        pytree that updates through `.at[].set`): `x[i] = v` on it is its own method."""
+        facts = self.ctx.facts
+        if isinstance(annotation, cst.Name):
+            owner = scope.lookup(annotation.value)
+            if owner is not None and annotation.value in owner.classes:
+                class_scope = facts.scopes.get(owner.classes[annotation.value])
+                return class_scope is not None and "__setitem__" in class_scope.defs
+        name = facts.qualname(annotation, scope)
+        return bool(name) and facts.project is not None and facts.project.absolute(name) in facts.project.settable_classes
 
     def _annotation_kind(self, annotation: cst.BaseExpression, scope: Scope) -> str | None:
         if isinstance(annotation, cst.Subscript):

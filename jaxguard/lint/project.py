@@ -88,6 +88,8 @@ class ProjectView:
     # names this module imports that a project module binds to something outside the project
     # (`Array = jnp.ndarray` in `pkg.util`): ("pkg.util.Array", "jax.numpy.ndarray")
     aliases: tuple = ()
+    # project classes that define `__setitem__` (`pkg.dd.DoubleDouble`): `x[i] = v` on one is its own
+    settable_classes: tuple = ()
 
     @cached_property
     def _callees(self) -> dict[str, Callee]:
@@ -351,6 +353,14 @@ class ProjectIndex:
     def _static_attribute_list(self) -> tuple[str, ...]:
         return tuple(sorted(self.static_attributes))
 
+    @cached_property
+    def _settable_classes(self) -> tuple[str, ...]:
+        return tuple(sorted(
+            f"{module}.{name.removesuffix('.__setitem__')}"
+            for module, summary in self.summaries.items() for name in summary["functions"]
+            if name.endswith(".__setitem__") and name.count(".") == 1
+        ))
+
     def _function(self, place: tuple[str, str]) -> dict:
         return self.summaries[place[0]]["functions"][place[1]]
 
@@ -540,6 +550,7 @@ class ProjectIndex:
             static_methods=tuple(sorted(m for m in methods if self.static_method(m))),
             static_attributes=self._static_attribute_list,
             aliases=self._aliases_for(summary),
+            settable_classes=self._settable_classes,
         )
 
 
