@@ -554,6 +554,13 @@ class TracedReadsMutableGlobal(Rule):
         "    @partial(jax.jit, static_argnums=0)\n    def step(self, p, x):\n        return self._minibatch_fn(p, x)\n"
         "    def train(self, p, x, scale):\n"
         "        self._minibatch_fn = lambda a, b: self._update(a, b, scale)\n        return self.step(p, x)\n",
+        # made lazily by a property after the method compiled: the compiled branch stays
+        "import jax\nfrom functools import partial\nclass Noise:\n    def __init__(self, noise_map):\n"
+        "        self.noise_map = noise_map\n        self._rms = None\n"
+        "    @property\n    def rms(self):\n        if self._rms is None:\n            self._rms = float(self.noise_map.mean())\n"
+        "        return self._rms\n    def set_noise_map(self, noise_map):\n        self.noise_map = noise_map\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def variance(self, x):\n"
+        "        return x if self._rms is None else x + self._rms\n",
         # made lazily, but another method sets it to the caller's value: it changes later
         "import jax\nfrom functools import partial\nclass Model:\n    def __init__(self):\n        self._scale = None\n"
         "    def set_scale(self, scale):\n        self._scale = scale\n"
@@ -643,7 +650,7 @@ class TracedReadsMutableGlobal(Rule):
         # a one-time warning: the guard returns whenever the flag is set, and nothing resets it
         "import jax\n_WARNED = False\ndef warn_big(n):\n    global _WARNED\n    if _WARNED or n < 10:\n        return\n"
         "    _WARNED = True\n    print('big')\n@jax.jit\ndef f(x):\n    warn_big(x.shape[0])\n    return x\n",
-        # an attribute made lazily on first use and kept: set once
+        # an attribute the jitted method makes lazily on first use and keeps: set once, in the first trace
         "import jax\nfrom functools import partial\nclass Model:\n    def __init__(self):\n        self._first = None\n"
         "    @partial(jax.jit, static_argnums=0)\n    def run(self, x):\n        if self._first is None:\n"
         "            self._first = x.shape\n        return x * 2\n",
@@ -751,10 +758,12 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
     for method in class_scope.defs.values():
         if method.name in building or not method.params:
             continue
-        lazy = _made_lazily(method)
+        # `if self._cache is None: self._cache = ...` in a traced method: made once, at the
+        # first trace; made lazily elsewhere (a property), it may change what was compiled
+        lazy = _made_lazily(method) if method.traced else set()
         for target, value in attribute_stores(method.node, {method.params[0]}, with_values=True):
             if target in lazy:
-                continue  # `if self._cache is None: self._cache = ...`: made once, kept
+                continue
             found.setdefault(target.attr.value, f"in '{method.name}'")
             stored.setdefault(target.attr.value, []).append((method, value))
     reassigned = set(found)
