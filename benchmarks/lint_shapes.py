@@ -9,7 +9,9 @@ Each shape is generated at the given scale and linted alone, without the cache:
 - globals: a hundred globals set by functions from each other (the "set to new values"
   judgement follows the chain);
 - prints: two hundred helpers that print, called from fifty jitted functions (JG101 asks
-  which of a helper's parameters traced callers fill with traced values).
+  which of a helper's parameters traced callers fill with traced values);
+- draws: one function that splits its key and draws eight hundred times (the key rules ask,
+  for every draw, whether its numbers are used or only its shape).
 A file of a few thousand lines should take well under a second on each.
 """
 
@@ -57,12 +59,21 @@ def prints(scale: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def draws(scale: int) -> str:
+    count = 800 * scale
+    lines = ["import jax", "", "def sample(key):"]
+    for i in range(count):
+        lines += [f"    key, k{i} = jax.random.split(key)", f"    x{i} = jax.random.normal(k{i}, (3,))"]
+    lines.append("    return " + " + ".join(f"x{i}" for i in range(0, count, 50)))
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=1)
     scale = parser.parse_args().scale
     with tempfile.TemporaryDirectory() as folder:
-        for name, make in (("script", script), ("globals", globals_), ("prints", prints)):
+        for name, make in (("script", script), ("globals", globals_), ("prints", prints), ("draws", draws)):
             path = Path(folder) / f"{name}.py"
             text = make(scale)
             path.write_text(text)

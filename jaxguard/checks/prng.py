@@ -478,14 +478,23 @@ class KeyFlow:
                 and mapping.args and isinstance(mapping.args[0].value, cst.Lambda)
             ):
                 template = mapping.args[0].value
-                return _read_only_for_shape({p.name.value for p in all_params(template.params)}, template.body)
+                params = {p.name.value for p in all_params(template.params)}
+                return bool(params) and _read_only_for_shape(params, template.body) == params
         function = self.scope.function
         if (
             function is not None and isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1
             and isinstance(small.targets[0].target, cst.Name)
         ):
-            return _read_only_for_shape({small.targets[0].target.value}, function.node.body, after=small)
+            name = small.targets[0].target.value
+            return len(self.scope.values.get(name, ())) == 1 and name in self._read_only_for_shape_here(function)
         return False
+
+    def _read_only_for_shape_here(self, function) -> set[str]:
+        """The names a function reads, and only as `.shape`/`.dtype`/...; once per function."""
+        cache = self.facts.derived.setdefault("read-only-for-shape", {})
+        if function.node not in cache:
+            cache[function.node] = _read_only_for_shape(assigned_names(function.node.body), function.node.body)
+        return cache[function.node]
 
     def _lambda_draws(self, function: cst.Lambda) -> list[tuple[str, str, cst.Call]]:
         """(key, sampler, call) for each draw in a lambda's body from a key it does not receive
@@ -764,28 +773,28 @@ def _held_by(facts: ModuleFacts, class_scope: Scope, depth: int = 0) -> tuple[se
 _SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
 
 
-def _read_only_for_shape(names: set[str], body: cst.CSTNode, after: cst.CSTNode | None = None) -> bool:
-    """Every read of `names` in `body` (past `after`) is `name.shape`, `.dtype`, `.ndim` or
-    `.size`, and there is at least one; no other read, and no rebinding."""
-    reads = {"shape": 0, "other": 0}
-    started = [after is None]
+def _read_only_for_shape(names: set[str], body: cst.CSTNode) -> set[str]:
+    """Those of `names` that `body` reads at least once, and only as `name.shape`, `.dtype`,
+    `.ndim` or `.size` (one walk for all of them)."""
+    shape: set[str] = set()
+    other: set[str] = set()
 
     class _Reads(Visitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if not started[0]:
-                if node is after:
-                    started[0] = True
-                    return False  # the binding itself
-                return True
-            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in names:
-                reads["shape" if node.attr.value in _SHAPE_ATTRIBUTES else "other"] += 1
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            if isinstance(node.value, cst.Name) and node.value.value in names:
+                (shape if node.attr.value in _SHAPE_ATTRIBUTES else other).add(node.value.value)
                 return False
-            if isinstance(node, cst.Name) and node.value in names:
-                reads["other"] += 1
             return True
 
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value in names:
+                other.add(node.value)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+            return False  # the binding itself (a second one shows in the scope's values)
+
     walk(body, _Reads())
-    return reads["shape"] > 0 and reads["other"] == 0
+    return shape - other
 
 
 def _assigned_attributes(block: cst.CSTNode) -> set[str]:
