@@ -15,6 +15,7 @@ arm of `a if c else b` runs.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -135,14 +136,17 @@ class KeyFlow:
             self.keys.add(key_param)
         self.statement: cst.CSTNode | None = None
         self.preceding: cst.CSTNode | None = None  # the statement before `statement` in its block
-        # flags whose truth holds for the whole call: parameters and `self.` attributes the
-        # body never assigns (`bootstrap`, `self.return_trace`)
-        self.flags: set[str] = set()
-        self.unflagged_attributes: set[str] = set()
-        if function is not None:
-            self.flags = set(function.params) - assigned_names(function.node.body)
-            self.unflagged_attributes = _assigned_attributes(function.node.body)
         self._walk(body, _State())
+
+    @functools.cached_property
+    def _flag_names(self) -> tuple[set[str], set[str]]:
+        """(parameters, `self.` attributes) the body never assigns: their truth holds for the
+        whole call (`bootstrap`, `self.return_trace`); worked out at the first `if` judged."""
+        function = self.scope.function
+        if function is None:
+            return set(), set()
+        body = function.node.body
+        return set(function.params) - assigned_names(body), {a for a in _assigned_attributes(body) if a.startswith("self.")}
 
     def _random_key_names(self, calls) -> set[str]:
         """Names used as keys here: given to `jax.random`, or to a function of this module
@@ -225,11 +229,12 @@ class KeyFlow:
             flag = self._flag(test.left)
             literal = test.comparisons[0].comparator.evaluated_value  # `"a"` and `'a'` alike
             return f"{flag}=={literal!r}" if flag is not None and "==" not in flag else None
+        params, assigned_attributes = self._flag_names
         if isinstance(test, cst.Name):
-            return test.value if test.value in self.flags else None
+            return test.value if test.value in params else None
         if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self":
             name = f"self.{test.attr.value}"
-            return name if name not in self.unflagged_attributes else None
+            return name if name not in assigned_attributes else None
         return None
 
     def _flags_if(self, test: cst.BaseExpression, truth: bool) -> dict[str, bool]:

@@ -706,7 +706,7 @@ class TracedReadsMutableGlobal(Rule):
             return
         if node.value not in ctx.facts.loads or ctx.scope.lookup(receiver) is not function.scope:
             return
-        if node in ctx.facts.counted_attributes or node in _stored_here(ctx.facts, function, receiver):
+        if node in _stored_here(ctx.facts, function, receiver):
             return  # `self.n_updates += 1`, `self.fn = ...`: written here, not read into the trace
         mutated = _reassigned_attributes(ctx.facts, function.parent)
         where = mutated.get(node.attr.value)
@@ -731,7 +731,8 @@ def _made_lazily(method: FunctionInfo) -> set[cst.Attribute]:
 
 
 def _stored_here(facts: ModuleFacts, function: FunctionInfo, receiver: str) -> set[cst.Attribute]:
-    """The `receiver.attr` targets the function's own assignments write; once per function."""
+    """The `receiver.attr` targets the function's own assignments (augmented ones too)
+    write; once per function."""
     cache = facts.derived.setdefault("attribute-stores", {})
     if function.node not in cache:
         cache[function.node] = set(attribute_stores(function.node, {receiver}, nested=False))

@@ -857,6 +857,7 @@ class JitInLoop(Rule):
         self.loop_defs: set[cst.CSTNode] = set()
         self.reported: set[cst.CSTNode] = set()
         self.loops: list[cst.CSTNode] = []
+        self._assigned_in: dict[cst.CSTNode, set[str]] = {}
 
     @property
     def in_loop(self) -> bool:
@@ -992,7 +993,7 @@ class JitInLoop(Rule):
         loop = self.loops[-1]
         return (
             bool(args) and isinstance(args[0], cst.Name) and isinstance(loop, cst.For)
-            and args[0].value in names_in(loop.target) and args[0].value not in assigned_names(loop.body)
+            and args[0].value in names_in(loop.target) and args[0].value not in self._assigned_in_loop()
         )
 
     def _rebuilt_when_needed(self) -> bool:
@@ -1000,13 +1001,20 @@ class JitInLoop(Rule):
         jax.jit(partial(update, n=n)); need_compile = False`): a rebuild when something
         changed, not a new function every iteration."""
         loop = self.loops[-1]
-        changed = assigned_names(loop.body)
+        changed = self._assigned_in_loop()
         for statement in reversed(self.ctx.statement_stack):
             if statement is loop:
                 return False
             if isinstance(statement, cst.If) and names_in(statement.test) & changed:
                 return True
         return False
+
+    def _assigned_in_loop(self) -> set[str]:
+        """The names the innermost loop's body binds; once per loop."""
+        loop = self.loops[-1]
+        if loop not in self._assigned_in:
+            self._assigned_in[loop] = assigned_names(loop.body)
+        return self._assigned_in[loop]
 
     def _kept(self, names: set[str]) -> bool:
         """The loop stores the jitted function for later (`table.append(step)`,
@@ -1138,7 +1146,7 @@ class JitInLoop(Rule):
         made in the loop with a shape from the loop (`jnp.zeros(shape + (n,))` over shapes):
         every iteration traces and compiles anew, so wrapping `f` again costs nothing more."""
         loop = self.loops[-1]
-        varying = assigned_names(loop.body) | (names_in(loop.target) if isinstance(loop, cst.For) else set())
+        varying = self._assigned_in_loop() | (names_in(loop.target) if isinstance(loop, cst.For) else set())
         spec = self.ctx.facts.jit_calls.get(built)
         args = positional(call)
         static_args = [args[i] for i in (spec.argnums if spec else ()) if i < len(args)]
@@ -1175,8 +1183,7 @@ class JitInLoop(Rule):
             target = target.value
         if not isinstance(target, cst.Name) or not self.loops:
             return ""
-        loop = self.loops[-1]
-        return target.value if target.value in assigned_names(loop.body) else ""
+        return target.value if target.value in self._assigned_in_loop() else ""
 
     def _traces_anyway(self, call: cst.Call) -> bool:
         """`jit(partial(lax.scan, step))(...)` with `step` a closure (made anew by each call of

@@ -18,7 +18,6 @@ from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here
     KEY_ANNOTATION,
     ABSTRACT_METHODS,
     ABSTRACT_TRACES,
-    CALLBACK_NAMES,
     CUSTOM_DERIVATIVES,
     FUNCTION_APPLYING_BUILTINS,
     FUNCTION_APPLYING_PREFIXES,
@@ -31,6 +30,7 @@ from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here
     REF_KERNEL_TAKERS,
     SHARD_MAPS,
     TRACING_TRANSFORMS,
+    is_host_callback,
     names_abstract_trace,
 )
 from jaxguard.lint.walk import Visitor, walk
@@ -433,33 +433,38 @@ def _negated_name(test: cst.BaseExpression) -> str | None:
     return None
 
 
+def _unset_subject(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`x` for a test `x is None` or `not x` (the value is not there yet)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.expression
+    return _none_compared(test, cst.Is)
+
+
 def _unset_tested(test: cst.BaseExpression) -> str | None:
-    """`name` for a test `name is None` or `not name` (the value is not there yet)."""
-    negated = _negated_name(test)
-    return negated if negated is not None else _compared_with_none(test, cst.Is)
+    """`name` for a test `name is None` or `not name`."""
+    subject = _unset_subject(test)
+    return subject.value if isinstance(subject, cst.Name) else None
 
 
 def unset_attribute_tested(test: cst.BaseExpression) -> str | None:
     """`obj.attr` for a test `obj.attr is None` or `not obj.attr` (a lazily made attribute)."""
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        test = test.expression
-    elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+    subject = _unset_subject(test)
+    return dotted_name(subject) if isinstance(subject, cst.Attribute) else None
+
+
+def _none_compared(test: cst.BaseExpression, operator: type) -> cst.BaseExpression | None:
+    """`x` for a test `x is None` (operator cst.Is) or `x is not None` (cst.IsNot)."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
-        if not (isinstance(target.operator, cst.Is) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
-            return None
-        test = test.left
-    else:
-        return None
-    return dotted_name(test) if isinstance(test, cst.Attribute) else None
+        if isinstance(target.operator, operator) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            return test.left
+    return None
 
 
 def _compared_with_none(test: cst.BaseExpression, operator: type) -> str | None:
     """`name` for a test `name is None` (operator cst.Is) or `name is not None` (cst.IsNot)."""
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
-        target = test.comparisons[0]
-        if isinstance(target.operator, operator) and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
-            return test.left.value
-    return None
+    subject = _none_compared(test, operator)
+    return subject.value if isinstance(subject, cst.Name) else None
 
 
 def _binds_directly(body: cst.BaseSuite, name: str) -> bool:
@@ -524,7 +529,6 @@ class _Collector(Visitor):
         scope.values.setdefault(name, []).append(value)
         if self.scope.kind == "module":
             self.events += 1
-            self.facts.last_module_binding[name] = self.events
             self.facts.module_bindings.setdefault(name, []).append(self.events)
             if self.module_loop_depth:
                 self.facts.loop_bindings.setdefault(name, []).append(self.events)
@@ -846,9 +850,8 @@ class ModuleFacts:
         self.global_settings: dict[str, list[tuple[Scope, cst.BaseExpression | None]]] = {}
         # an `if` or `a if test else b` tests a literal (`if False:`), or code follows a `raise`
         self.maybe_dead = False
-        # module-level name -> the `order` of its last module-level binding
-        self.last_module_binding: dict[str, int] = {}
-        self.module_bindings: dict[str, list[int]] = {}  # ... and the `order` of each one
+        # module-level name -> the `order` of each of its module-level bindings
+        self.module_bindings: dict[str, list[int]] = {}
         self.loop_bindings: dict[str, list[int]] = {}  # ... of those made in a module-level loop
         # calls made while the module is imported (at module level or in a class body), each
         # with the number of module-level bindings and definitions made before it
@@ -932,20 +935,6 @@ class ModuleFacts:
         """The module is a notebook's code cells: the whole program, run in order, never imported."""
         header = self.module.header
         return bool(header) and header[0].comment is not None and header[0].comment.value == CELL_MARKER.format(0)
-
-    @functools.cached_property
-    def counted_attributes(self) -> set[cst.Attribute]:
-        """Attributes updated in place (`self.n_updates += 1`): read only to be written back,
-        not into a computation."""
-        found: set[cst.Attribute] = set()
-
-        class _Collect(Visitor):
-            def visit_AugAssign(self, node: cst.AugAssign) -> None:
-                if isinstance(node.target, cst.Attribute):
-                    found.add(node.target)
-
-        walk(self.module, _Collect())
-        return found
 
     @functools.cached_property
     def item_store_roots(self) -> set[cst.Name]:
@@ -1088,14 +1077,17 @@ class ModuleFacts:
         the final value."""
         if name in self.globals_assigned_in_functions:
             return False
-        last = self.last_module_binding.get(name, 0)
+        bindings = self.module_bindings.get(name, [0])
+        # a notebook is the whole program: the function sees a stale value only if it runs
+        # again after the value changed (cells run in order; a loop may run again)
+        notebook = self.is_notebook and all(at < info.order for at in self.loop_bindings.get(name, ()))
+        if not notebook and bindings[-1] < info.order:
+            return True
         runs = [at for call, at in self.import_time_calls if at >= info.order and self._may_run_module_code(call, info)]
-        if self.is_notebook and all(at < info.order for at in self.loop_bindings.get(name, ())):
-            # a notebook is the whole program: the function sees a stale value only if it
-            # runs again after the value changed (cells run in order; a loop may run again)
-            return not any(runs and runs[0] < at <= runs[-1] for at in self.module_bindings.get(name, ()))
+        if notebook:
+            return not any(runs and runs[0] < at <= runs[-1] for at in bindings)
         # rebound after the def, but before anything run at import could call the function
-        return last < info.order or not any(at <= last for at in runs)
+        return not any(at <= bindings[-1] for at in runs)
 
     def _may_run_module_code(self, call: cst.Call, info: FunctionInfo) -> bool:
         """A call made at import that may run `info`: it calls a function of this module that
@@ -1718,7 +1710,7 @@ class ModuleFacts:
         not followed (precision over recall).
         """
         name = self.qualname(call.func, scope) or ""
-        if name.rsplit(".", 1)[-1] in CALLBACK_NAMES:
+        if is_host_callback(name):
             return False
         return name.startswith(FUNCTION_APPLYING_PREFIXES) or name in FUNCTION_APPLYING_BUILTINS
 

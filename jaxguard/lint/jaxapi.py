@@ -83,6 +83,11 @@ def names_abstract_trace(name: str) -> bool:
 # Host callbacks: the functions they receive run in Python with concrete values, not traced.
 CALLBACK_NAMES = frozenset({"pure_callback", "io_callback", "callback", "id_tap", "id_print"})
 
+
+def is_host_callback(name: str) -> bool:
+    """`jax.pure_callback`, `jax.debug.callback`, ...: the function it is given runs later, on the host."""
+    return name.rsplit(".", 1)[-1] in CALLBACK_NAMES
+
 FUNCTION_APPLYING_PREFIXES = ("jax.", "equinox.", "flax.", "optax.")
 FUNCTION_APPLYING_BUILTINS = frozenset({"builtins.map", "builtins.filter", "functools.reduce"})
 

@@ -20,7 +20,6 @@ import warnings
 from jaxguard.lint.jaxapi import (
     ABSTRACT_METHODS,
     ARRAY_METHODS,
-    CALLBACK_NAMES,
     CUSTOM_DERIVATIVES,
     FUNCTION_APPLYING_BUILTINS,
     FUNCTION_APPLYING_PREFIXES,
@@ -32,6 +31,7 @@ from jaxguard.lint.jaxapi import (
     MEMOIZERS,
     NOT_CONSUMING,
     TRACING_TRANSFORMS,
+    is_host_callback,
     names_abstract_trace,
 )
 
@@ -392,15 +392,13 @@ class _Summariser:
         return self.qualify(node, local, cls, self_name), positional, keywords
 
     # functions -----------------------------------------------------------------------
-    def _host_callback_calls(self, flat: _Flat, local, cls, self_name) -> set[int]:
+    @staticmethod
+    def _host_callback_calls(flat: _Flat, targets: dict[int, str | None]) -> set[int]:
         """The calls inside lambdas and nested functions this function only hands to a host
         callback (`solve = lambda a: scipy_solve(a)`, `jax.pure_callback(solve, ...)`): they
-        run on the host with concrete values, not when the function runs (ids of the calls)."""
-        handed: list[ast.AST] = []
-        for call in flat.calls:
-            target = self.qualify(call.func, local, cls, self_name) or ""
-            if target.rsplit(".", 1)[-1] in CALLBACK_NAMES and call.args:
-                handed.append(call.args[0])
+        run on the host with concrete values, not when the function runs (ids of the calls).
+        `targets`: each call's qualified target."""
+        handed = [call.args[0] for call in flat.calls if call.args and is_host_callback(targets[id(call)] or "")]
         if not handed:
             return set()
         called = {call.func.id for call in flat.calls if isinstance(call.func, ast.Name)}
@@ -422,14 +420,15 @@ class _Summariser:
         self_name = params[0] if is_method and params else None
         calls: set[str] = set()
         method_calls: set[str] = set()
-        on_host = self._host_callback_calls(flat, local, cls, self_name)
+        targets = {id(inner): self.qualify(inner.func, local, cls, self_name) for inner in flat.calls}
+        on_host = self._host_callback_calls(flat, targets)
         for inner in flat.calls:
             if id(inner) in on_host:
                 continue
-            target = self.qualify(inner.func, local, cls, self_name)
+            target = targets[id(inner)]
             if target is not None:
                 calls.add(target)
-                if target.rsplit(".", 1)[-1] in CALLBACK_NAMES:
+                if is_host_callback(target):
                     continue  # a host callback runs later, on concrete values: not in the trace
                 if target.startswith(FUNCTION_APPLYING_PREFIXES) or target in FUNCTION_APPLYING_BUILTINS:
                     for arg in inner.args:  # functions handed to tree_map and the like run too
