@@ -30,6 +30,7 @@ from jaxguard.precision._shadow import (
     inner_jaxpr,
     is_key,
     is_opaque,
+    products_in_float32,
     uses_keys_or_bits,
     widen,
 )
@@ -55,14 +56,29 @@ LAYOUT = frozenset(
         P.device_put_p,
         P.sharding_constraint_p,
         P.neg_p,
+        P.stop_gradient_p,
     }
 )
+
+
+def _moves_values(eqn) -> bool:
+    """An op that adds no error: it moves or selects values (LAYOUT, `jnp.split`), or
+    widens floats exactly (bfloat16 to float32)."""
+    if eqn.primitive in LAYOUT or eqn.primitive.name == "split":
+        return True
+    if eqn.primitive is not P.convert_element_type_p:
+        return False
+    source, target = eqn.invars[0].aval.dtype, eqn.outvars[0].aval.dtype
+    return is_inexact(source) and is_inexact(target) and jnp.promote_types(source, target) == target
 
 # Control flow whose integer outputs (trip counters, indices) reveal a changed path.
 CONTROL_FLOW = frozenset({P.cond_p, P.while_p, P.scan_p})
 
 # An op that takes the error beyond tolerance while multiplying it by more than this fails.
 AMPLIFICATION_LIMIT = 10.0
+
+# `_float_stats`' local reference for an op whose working output is its own reference.
+OWN_REFERENCE = "own reference"
 
 _SUMMARY = re.compile(r"^(?P<file>.*?):(?P<line>\d+)(?::\d+)?(?: \((?P<func>.*)\))?$")
 _TINY = float(np.finfo(np.float64).tiny)
@@ -245,17 +261,20 @@ def _describe(r) -> str:
     )
 
 
-def _max_all(*xs):
-    """Elementwise maxima of several same-shaped arrays in ONE pass (a variadic reduce).
+def _reduce_all(maxima, sums=()):
+    """Maxima of some same-shaped arrays and sums of others, in ONE pass (a variadic reduce).
 
     On XLA's CPU backend this costs about as much as a single max, while separate
-    reductions, argmax, and anything under a cond each cost a pass or several
-    (measured): they dominated the instrumented program before.
+    reductions, argmax, and anything under a cond each cost a pass or several, and an
+    array read by two reductions is written out in full first; a large single sum is split
+    into windows that are written out too (measured): they dominated the instrumented
+    program before.
     """
+    xs, n = (*maxima, *sums), len(maxima)
     return jax.lax.reduce(
         xs,
         tuple(np.zeros((), x.dtype) for x in xs),
-        lambda a, b: tuple(jnp.maximum(p, q) for p, q in zip(a, b)),
+        lambda a, b: tuple(jnp.maximum(p, q) if i < n else p + q for i, (p, q) in enumerate(zip(a, b))),
         tuple(range(xs[0].ndim)),
     )
 
@@ -340,23 +359,27 @@ def _float_stats(working, shadow, local, tol, common, spread=None):
 
     Ratios are to the op's own tolerance ``tol`` (rtol, atol) and, when it differs, to the
     program's ``common`` one. ``local`` None means it equals the shadow (the op's inputs
-    were exact).
+    were exact); OWN_REFERENCE, that the working output is its own (no local error).
     """
     a_diff, a_ratio = _differences(working, shadow, *tol, spread)
     arrays = {"a_diff": a_diff, "a_ratio": a_ratio, "scale": jnp.where(jnp.isfinite(shadow), jnp.abs(shadow), 0.0)}
-    if local is not None:
+    compare_local = local is not None and local is not OWN_REFERENCE
+    if compare_local:
         arrays["l_diff"], arrays["l_ratio"] = _differences(working, local, *tol, spread)
     if common != tol:
         arrays["a_common"] = _differences(working, shadow, *common, spread)[1]
-        if local is not None:
+        if compare_local:
             arrays["l_common"] = _differences(working, local, *common, spread)[1]
-    m = dict(zip(arrays, _max_all(*arrays.values())))
+    # the count in int32: summed in float64, the one-pass reduce runs twice as slow (measured)
+    *maxima, count = _reduce_all(arrays.values(), [(~(a_ratio <= 1)).astype(jnp.int32)])
+    m = dict(zip(arrays, maxima))
+    if local is OWN_REFERENCE:
+        m["l_diff"] = m["l_ratio"] = m["l_common"] = jnp.zeros((), jnp.float64)
     m.setdefault("l_diff", m["a_diff"])
     m.setdefault("l_ratio", m["a_ratio"])
     m.setdefault("a_common", m["a_ratio"])
     m.setdefault("l_common", m["l_ratio"] if common == tol else m["a_common"])
-    count = jnp.sum((~(a_ratio <= 1)).astype(jnp.float64))
-    return [m["l_diff"], m["l_ratio"], m["a_diff"], m["a_ratio"], m["scale"], count, m["l_common"], m["a_common"]]
+    return [m["l_diff"], m["l_ratio"], m["a_diff"], m["a_ratio"], m["scale"], count.astype(jnp.float64), m["l_common"], m["a_common"]]
 
 
 class _Instrumenter:
@@ -448,7 +471,7 @@ class _Instrumenter:
                 wout = jax.lax.optimization_barrier(bind(eqn, win))
                 sout = apply_wide(eqn, sin)
                 merged = _merged(oin)
-                if eqn.primitive in LAYOUT:
+                if _moves_values(eqn):
                     oout = [merged] * len(wout)
                 else:
                     oout = self.check(eqn, win, wout, sout, sin, merged)
@@ -497,7 +520,9 @@ class _Instrumenter:
                 origins.append(lossy)
                 continue
             if is_inexact(aval.dtype):
-                if local is None:
+                if local is None and products_in_float32(eqn):
+                    local = [OWN_REFERENCE] * len(wout)  # saves a matmul per record
+                elif local is None:
                     local = apply_wide(eqn, [widen(x) for x in win], working=True)
                 # Like assert_close on mixed dtypes, the loosest of inputs and output: an
                 # upcast from float16 must not be held to float32's tolerance.

@@ -90,6 +90,13 @@ def _sixteen_bit_product(eqn) -> bool:
     return all(is_inexact(d) and not np.issubdtype(d, np.complexfloating) and d.itemsize <= 2 for d in dtypes)
 
 
+def products_in_float32(eqn) -> bool:
+    """A product of 16-bit floats with float32 (or wider) outputs, as a bf16 matmul with
+    ``preferred_element_type=float32``: run on its working inputs it already computes what
+    its float64 rebuild would (`_apply_in_float32`), so its output is its own reference."""
+    return _sixteen_bit_product(eqn) and all(np.dtype(v.aval.dtype).itemsize >= 4 for v in eqn.outvars)
+
+
 def _apply_in_float32(eqn, ins, working: bool):
     # The working values (`working`) are exact in their own 16-bit dtype: multiplied as
     # such and summed in float32 they give the same number as in float32, and on CPU a
