@@ -1360,6 +1360,8 @@ class ModuleFacts:
             return None
         if isinstance(node, cst.Attribute):
             base = self.qualname(node.value, scope, _depth + 1)
+            if base == "jax" and node.attr.value == "jax":
+                return base  # `jax.jax.tree_util`: jax once re-exported itself under its own name
             return None if base is None else self._external(f"{base}.{node.attr.value}")
         return None
 
