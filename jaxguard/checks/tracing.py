@@ -1484,6 +1484,9 @@ class UnhashableStaticArg(Rule):
         "import jax\nimport numpy as np\ndef f(x, n):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, np.prod([[2, 3]], axis=0))\n",
         "import jax\ndef f(x, dims):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, [1, 2])\n",
         "import jax\ndef f(x, cfg):\n    return x\njax.jit(f, static_argnums=1)(1.0, {'a': 1})\n",
+        # NumPy's elementwise math on an array is an array
+        "import jax\nimport numpy as np\ndef f(x, s):\n    return x\ng = jax.jit(f, static_argnums=(1,))\n"
+        "def run(n):\n    return g(1.0, 0.1 * np.power(np.arange(n), -0.25))\n",
         "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n"
         "@partial(jax.jit, static_argnums=(1,))\ndef f(x, shape):\n    return x\nf(1.0, shape=jnp.array([2, 3]))\n",
         "import jax\n@jax.jit\ndef g(x):\n    return x\ndef f(x, opts):\n    return x\n"
@@ -1500,6 +1503,9 @@ class UnhashableStaticArg(Rule):
     valid = (
         # a NumPy reduction over every axis is a NumPy scalar: hashable
         "import jax\nimport numpy as np\ndef f(x, n):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, np.prod([2, 3], dtype=int))\n",
+        # ... and NumPy's elementwise math on numbers (ornax's default HMC step size)
+        "import jax\nimport numpy as np\ndef f(x, s):\n    return x\ng = jax.jit(f, static_argnums=(1,))\n"
+        "def run(n_dims, step=None):\n    if step is None:\n        step = 0.1 * np.power(n_dims, -0.25)\n    return g(1.0, step)\n",
         # a parameter annotated `list[int]` that callers give a `.shape` tuple (skrl's noises)
         "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnames=('shape',))\ndef f(x, shape):\n"
         "    return x\ndef sample(x, size: list[int]):\n    return f(x, size)\n",

@@ -73,6 +73,15 @@ NUMPY_REDUCTIONS = frozenset(
         "argmax", "argmin", "count_nonzero", "ptp", "nansum", "nanprod", "nanmax", "nanmin", "nanmean",
     }
 )
+# NumPy's elementwise math: given numbers (no array), a NumPy scalar.
+NUMPY_ELEMENTWISE = frozenset(
+    {
+        "power", "sqrt", "cbrt", "square", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "abs",
+        "absolute", "fabs", "floor", "ceil", "rint", "trunc", "sign", "sin", "cos", "tan", "arcsin", "arccos",
+        "arctan", "arctan2", "sinh", "cosh", "tanh", "hypot", "maximum", "minimum", "fmax", "fmin", "mod",
+        "floor_divide", "true_divide", "divide", "multiply", "add", "subtract", "reciprocal", "deg2rad", "rad2deg",
+    }
+)
 NUMPY_SCALAR_TYPES = frozenset(
     {
         "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -260,7 +269,7 @@ class KindTracker:
             if name in REF_FUNCTIONS:
                 return REF
             made = array_made_by(name)
-            if made == NUMPY and _numpy_scalar(name, node):
+            if made == NUMPY and (_numpy_scalar(name, node) or self._elementwise_on_numbers(name, node)):
                 return None
             if made is not None:
                 return made
@@ -273,6 +282,15 @@ class KindTracker:
         if isinstance(func, cst.Attribute) and func.attr.value in ARRAY_METHODS and self.kind_of(func.value) == JAX:
             return JAX
         return None
+
+    def _elementwise_on_numbers(self, name: str, call: cst.Call) -> bool:
+        """`np.power(n_dims, -0.25)` on no array (numbers, names of no known array kind): a
+        NumPy scalar, not an array."""
+        module, _, function = name.rpartition(".")
+        return module == "numpy" and function in NUMPY_ELEMENTWISE and all(
+            not arg.star and self.kind_of(arg.value) is None and not isinstance(arg.value, (cst.List, cst.Tuple))
+            for arg in call.args
+        )
 
 
 def array_made_by(name: str) -> str | None:
