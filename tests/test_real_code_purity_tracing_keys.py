@@ -423,6 +423,89 @@ def test_draws_whose_numbers_are_never_used_are_no_reuse():
     assert "JG601" not in found(source.replace("jax.tree_util.tree_map", "jax.jax.tree_util.tree_map"))
 
 
+def test_dummy_inputs_of_a_model_init_are_shape_templates():
+    # `net.init(key, x)` runs the model on `x` only to learn its shapes: numbers drawn for
+    # `x` from the key that also seeds the parameters correlate with nothing
+    source = """
+    import jax
+
+    def init_agent(key, critic, actor, obs_dim, act_dim):
+        dummy_obs = jax.random.normal(key, (1, obs_dim))
+        dummy_action = jax.random.uniform(key, (1, act_dim))
+        critic_params = critic.init(key, dummy_obs, dummy_action)
+        return critic_params
+    """
+    assert "JG601" not in found(source)
+    # the dummy numbers used as data too: reported
+    assert "JG601" in found(source.replace("return critic_params", "return critic_params, dummy_obs"))
+    # two networks initialised from one key start alike: reported
+    two = source.replace("return critic_params", "actor_params = actor.init(key, dummy_obs)\n        return critic_params, actor_params")
+    assert found(two).count("JG601") == 1
+
+
+def test_a_module_clone_is_no_key():
+    # `nnx.clone(critic)` copies a network: handing it to a step that draws from another
+    # parameter, once per iteration, is no key reuse; a clone of a key is a key
+    source = """
+    import jax
+    from flax import nnx
+
+    def train(critic, key, n):
+        critic_target = nnx.clone(critic)
+        for _ in range(n):
+            key, sub = jax.random.split(key)
+            step(critic, critic_target, sub)
+        return critic_target
+
+    def step(critic, critic_target, sampling_key):
+        return critic(jax.random.normal(sampling_key)) + critic_target(1.0)
+    """
+    assert not {"JG601", "JG603"} & set(found(source))
+    copied = source.replace("nnx.clone(critic)", "nnx.clone(key)").replace("step(critic, critic_target, sub)", "step(critic, sub, critic_target)")
+    assert "JG603" in found(copied)
+
+
+def test_a_key_a_scan_only_carries_is_not_drawn_from():
+    # the keys for the steps are split from `key`, which also rides in the carry: the body
+    # passes it through untouched (or drops it), so nothing is drawn from it twice
+    source = """
+    import jax
+
+    def run(key, state, n):
+        def step(carry, step_key):
+            state, key = carry
+            state = state + jax.random.normal(step_key)
+            return (state, key), None
+
+        step_keys = jax.random.split(key, n)
+        (final, _), _ = jax.lax.scan(step, (state, key), step_keys)
+        return final
+    """
+    assert "JG602" not in found(source)
+    dropped = source.replace("state, key = carry", "state, _ = carry").replace("return (state, key), None", "return (state, step_key), None")
+    assert "JG602" not in found(dropped)
+    # a body that splits its carried key: its first step repeats the keys split before
+    drawn = source.replace("state = state + jax.random.normal(step_key)", "key, sub = jax.random.split(key)\n            state = state + jax.random.normal(sub)")
+    assert "JG602" in found(drawn)
+    # the carry read whole elsewhere in the body: not followed, still a use
+    assert "JG602" in found(source.replace("return (state, key), None", "return (state, carry[1]), None"))
+    # a while_loop and a fori_loop carry alike
+    loop = """
+    import jax
+
+    def run(key, x, n):
+        def body(i, carry):
+            x, key = carry
+            return x * 2, key
+
+        keys = jax.random.split(key, n)
+        x, _ = jax.lax.fori_loop(0, n, body, (x, key))
+        return x, keys
+    """
+    assert "JG602" not in found(loop)
+    assert "JG602" in found(loop.replace("return x * 2, key", "return x * jax.random.normal(key), key"))
+
+
 def test_a_key_a_loop_rebinds_on_every_pass_is_new_after_it():
     # after `for step in range(n)`, the old key is reused only if the loop ran zero times
     source = """

@@ -25,6 +25,7 @@ from jaxguard.lint.facts import (
     ModuleFacts,
     Scope,
     all_params,
+    argument,
     assigned_names,
     call_tail,
     literal_int,
@@ -37,6 +38,7 @@ from jaxguard.lint.jaxapi import (
     KEY_MAKERS,
     KEY_NEUTRAL_PREFIXES,
     KEY_PARAM,
+    LAX_CARRIES,
     NOT_CONSUMING,
     TREE_MAPS,
 )
@@ -336,7 +338,11 @@ class KeyFlow:
     # expressions ---------------------------------------------------------------------
     def _is_key_source(self, node: cst.BaseExpression) -> bool:
         if isinstance(node, cst.Call):
-            return self.facts.qualname(node.func, self.scope) in KEY_SOURCES or _is_clone(node.func)
+            if self.facts.qualname(node.func, self.scope) in KEY_SOURCES:
+                return True
+            # a helper named `clone` copies a key only when given one (`nnx.clone(critic)` copies a module)
+            copied = positional(node)
+            return _is_clone(node.func) and bool(copied) and self._key_id(copied[0], known_only=True) is not None
         if isinstance(node, cst.Subscript):
             return self._is_key_source(node.value) or (
                 isinstance(node.value, cst.Name) and node.value.value in self.keys
@@ -434,6 +440,9 @@ class KeyFlow:
                 self._consume(key, call, f"{self._describe(call)} (which draws from it with {drawn})", False, state)
         found = [(k, arg, node) for arg in call.args for k, node in self._passed_keys(arg.value)]
         found = [(k, arg, node) for k, arg, node in found if k.split("[")[0] not in shadowed]
+        if name in LAX_CARRIES:
+            # a key carried through a loop whose body never draws from its slot of the carry
+            found = [(k, arg, node) for k, arg, node in found if not self._carried_undrawn(call, name, arg, node)]
         if not found:
             return
         consumer = self._describe(call)
@@ -467,6 +476,27 @@ class KeyFlow:
                 or _apply_signature_key(call, node) or how == MAYBE or self._only_shape_used(call)
             )
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
+
+    def _carried_undrawn(self, call: cst.Call, loop: str, arg: cst.Arg, node) -> bool:
+        """`lax.scan(step, (state, key), xs)` where `step` (a function of this module) never
+        draws from the key it carries: it passes it through untouched, or drops it."""
+        (body_at, body_kw), (init_at, init_kw), carry_at = LAX_CARRIES[loop]
+        init = argument(call, init_at, init_kw)
+        body = argument(call, body_at, body_kw)
+        callee = self.facts.function_for(body, self.scope) if body is not None else None
+        if init is None or arg.value is not init or callee is None or not isinstance(callee.node, cst.FunctionDef):
+            return False
+        if len(callee.params) <= carry_at:
+            return False
+        carry = callee.params[carry_at]
+        if node is init:
+            return param_use(self.facts, callee, carry) is None
+        if not isinstance(init, (cst.Tuple, cst.List)):
+            return False
+        index = next((i for i, e in enumerate(init.elements) if e.value is node and not isinstance(e, cst.StarredElement)), None)
+        if index is None or any(isinstance(e, cst.StarredElement) for e in init.elements[:index]):
+            return False
+        return carried_slot_use(self.facts, callee, carry, index) is None
 
     def _only_shape_used(self, call: cst.Call) -> bool:
         """The numbers drawn are never used, only their shape or dtype: a template for empty
@@ -780,11 +810,26 @@ _SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
 
 def _read_only_for_shape(names: set[str], body: cst.CSTNode) -> set[str]:
     """Those of `names` that `body` reads at least once, and only as `name.shape`, `.dtype`,
-    `.ndim` or `.size` (one walk for all of them)."""
+    `.ndim` or `.size`, or as the example input of a model's `init` (`net.init(key, x)`
+    runs the model on `x` only to learn its shapes: the parameters come from the key, and
+    the output is thrown away). One walk for all of them."""
     shape: set[str] = set()
     other: set[str] = set()
 
     class _Reads(Visitor):
+        def visit_Call(self, node: cst.Call) -> bool:
+            if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "init"):
+                return True
+            for arg in node.args[1:]:
+                if isinstance(arg.value, cst.Name) and arg.value.value in names and not arg.star:
+                    shape.add(arg.value.value)
+                else:
+                    walk(arg, self)
+            if node.args:
+                walk(node.args[0], self)
+            walk(node.func, self)
+            return False
+
         def visit_Attribute(self, node: cst.Attribute) -> bool:
             if isinstance(node.value, cst.Name) and node.value.value in names:
                 (shape if node.attr.value in _SHAPE_ATTRIBUTES else other).add(node.value.value)
@@ -1007,6 +1052,43 @@ def param_use(facts: ModuleFacts, info, param: str) -> str | None:
     return cache[slot]  # type: ignore[return-value]
 
 
+def carried_slot_use(facts: ModuleFacts, info, carry: str, index: int) -> str | None:
+    """How a loop body `info` uses item `index` of the carry it receives as `carry`, when it
+    unpacks it first thing (`state, key = carry`) and reads `carry` nowhere else: None (never
+    drawn from: passed through untouched, or dropped), DRAWN or MAYBE; DRAWN when the body
+    is written otherwise (not followed)."""
+    cache = facts.derived.setdefault("carried-slots", {})
+    slot = (info.node, carry, index)
+    if slot not in cache:
+        cache[slot] = DRAWN
+        statements = _block(info.node.body)
+        if statements and _is_docstring(statements[0]):
+            statements = statements[1:]
+        first = statements[0] if statements else None
+        small = first.body[0] if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 else None
+        if (
+            isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Name)
+            and small.value.value == carry and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
+        ):
+            elements = small.targets[0].target.elements
+            item = elements[index].value if index < len(elements) and not any(
+                isinstance(e, cst.StarredElement) for e in elements[: index + 1]) else None
+            read_again = any(
+                isinstance(n, cst.Name) and n.value == carry and n in facts.loads and n is not small.value
+                for n in descendants(info.node.body)
+            )
+            if isinstance(item, cst.Name) and not read_again:
+                cache[slot] = KeyFlow(facts, info.scope, statements[1:], key_param=item.value).param_use
+    return cache[slot]  # type: ignore[return-value]
+
+
+def _is_docstring(statement) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr) and isinstance(statement.body[0].value, cst.SimpleString)
+    )
+
+
 def _names_in(target: cst.BaseExpression) -> set[str]:
     return {name.value for name in target_name_nodes(target)}
 
@@ -1142,12 +1224,17 @@ class KeyReuse(_KeyRule):
         Flags a PRNG key consumed twice (by `jax.random` samplers or by functions it is passed
         to) with no `split` rebinding it in between, on some path. Not a consumption: abstract
         evaluations (`eval_shape`, `make_jaxpr`, `.lower()`, `flax.linen.tabulate`), `clone`, a
-        callee of the module that ignores its key or re-derives it with `fold_in`. A key given
+        callee of the module that ignores its key or re-derives it with `fold_in`, a key in the
+        carry of a `lax.scan`/`fori_loop`/`while_loop` whose body (of the module) passes it
+        through untouched or drops it (`state, _ = carry`). A key given
         to a Haiku `apply` (in a module that imports Haiku; `hk.transform(f)[1]` too; any
         `.apply(params, key, ...)`, Haiku's signature) is drawn from only if the model has
         stochastic layers, which the linter cannot see: it is never paired with another use, though the same key
         given to `apply` in every iteration of a loop is still JG603. Likewise a key given to
         a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`).
+        A draw whose numbers are never used is paired with nothing either: a template read
+        only for its `.shape`/`.dtype`, or a dummy input given to a model's `init`
+        (`net.init(key, normal(key, (1, n)))`: init runs the model on it only to learn shapes).
     """
     why = """
         JAX's random functions do not advance any state: the same key gives the same numbers.

@@ -43,6 +43,14 @@ LAX_BODIES: dict[str, tuple[tuple[int, str], ...]] = {
     "jax.lax.associative_scan": ((0, "fn"),),
 }
 
+# lax loops that carry a value: qualified name -> (the body's position and keyword, the
+# initial carry's position and keyword, the body's parameter that receives the carry).
+LAX_CARRIES: dict[str, tuple[tuple[int, str], tuple[int, str], int]] = {
+    "jax.lax.scan": ((0, "f"), (1, "init"), 0),
+    "jax.lax.fori_loop": ((2, "body_fun"), (3, "init_val"), 1),
+    "jax.lax.while_loop": ((1, "body_fun"), (2, "init_val"), 0),
+}
+
 # The lax loops among them: their body runs once per iteration.
 LAX_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map"})
 
