@@ -701,6 +701,8 @@ class JitInLoop(Rule):
         `jit(..., inline=True)` (inlined into the caller's trace), `jit(partial(lax.scan,
         step))` with `step` a closure (the scan would trace it on every call anyway),
         `jax.jit(f).lower(...).compile()` (an ahead-of-time compile, asked for each time), a
+        jit whose calls in the loop all give a static argument (by position or by name, seen
+        through `grad`/`vmap`) or an input shape from the loop (it compiles anyway), a
         jit rebuilt under an `if` whose test the loop changes (`if need_compile:`: rebuilt when
         something changed, not every iteration), a jit of each function of a collection the
         loop walks (`for f in fns: jax.jit(f)(x)`: a different function each time), and
@@ -732,6 +734,9 @@ class JitInLoop(Rule):
         # the same loop over what it is given, untimed: a compile per item
         "import jax\ndef run(make, items, x):\n    out = []\n    for cfg in items:\n        fn = make(cfg)\n"
         "        out.append(jax.jit(fn)(x))\n    return out\n",
+        # a static argument the same every iteration: the new grad object is all that changes
+        "import jax\ndef loss(x, mode):\n    return x * 2 if mode else x\ndef run(x, modes):\n    for mode in modes:\n"
+        "        step = jax.jit(jax.grad(loss), static_argnames='mode')\n        x = step(x, True)\n    return x\n",
         # the same shardings every iteration: one program, wrapped again each time
         "import jax\ndef _shard(x):\n    return x\ndef place(modules, sharding):\n    for module in modules:\n"
         "        module.kernel = jax.jit(_shard, out_shardings=sharding)(module.kernel)\n",
@@ -789,6 +794,10 @@ class JitInLoop(Rule):
         "import jax\ndef _shard(x):\n    return x\ndef place(modules, mesh):\n    for name, module in modules:\n"
         "        shardings = {'kernel': mesh[name]}\n"
         "        module.kernel = jax.jit(_shard, out_shardings=shardings['kernel'])(module.kernel)\n",
+        # ... also built first and called after, the static argument given by name to jit
+        # and by position to the call (ott's gradient test over `implicit`)
+        "import jax\ndef loss(x, mode):\n    return x * 2 if mode else x\ndef run(x, modes):\n    for mode in modes:\n"
+        "        step = jax.jit(jax.grad(loss), static_argnames='mode')\n        x = step(x, mode)\n    return x\n",
         # a sweep: each iteration has a new static value or a new shape, so it compiles anyway
         "import jax\nimport jax.numpy as jnp\ndef f(x, n):\n    return x * n\ndef sweep():\n    for n in range(3):\n"
         "        y = jax.jit(f, static_argnums=(1,))(jnp.ones(3), n)\n",
@@ -959,7 +968,10 @@ class JitInLoop(Rule):
                     per_call=True,
                 )
             return
-        if self._is_jit(node) and self.in_loop and self._used_in_loop(node) and not self._rebuilt_when_needed():
+        if (
+            self._is_jit(node) and self.in_loop and self._used_in_loop(node) and not self._rebuilt_when_needed()
+            and not self._compiled_anew_each_call(node)
+        ):
             new_object = self._new_each_iteration(node)
             if new_object:
                 self._report(
@@ -1041,6 +1053,9 @@ class JitInLoop(Rule):
         return bool(kept)
 
     def _called_in_loop(self, name: str) -> bool:
+        return bool(self._calls_in_loop(name))
+
+    def _calls_in_loop(self, name: str) -> list[cst.Call]:
         found = []
 
         class _Calls(Visitor):
@@ -1049,7 +1064,7 @@ class JitInLoop(Rule):
                     found.append(node)
 
         walk(self.loops[-1].body, _Calls())
-        return bool(found)
+        return found
 
     def _new_each_iteration(self, call: cst.Call) -> str:
         """Why the function `call` jits is a new object in every iteration of the loop, or ""."""
@@ -1149,7 +1164,9 @@ class JitInLoop(Rule):
         varying = self._assigned_in_loop() | (names_in(loop.target) if isinstance(loop, cst.For) else set())
         spec = self.ctx.facts.jit_calls.get(built)
         args = positional(call)
-        static_args = [args[i] for i in (spec.argnums if spec else ()) if i < len(args)]
+        params = self._jitted_params(built)
+        positions = {*(spec.argnums if spec else ()), *(params.index(n) for n in (spec.argnames if spec else ()) if n in params)}
+        static_args = [args[i] for i in positions if i < len(args)]
         static_args += [a.value for a in call.args if a.keyword is not None and spec and a.keyword.value in spec.argnames]
         if any(names_in(arg) & varying for arg in static_args):
             return True
@@ -1163,6 +1180,32 @@ class JitInLoop(Rule):
             if isinstance(made, cst.Call) and self._shape_from(made, varying):
                 return True
         return False
+
+    def _jitted_params(self, built: cst.Call) -> list[str]:
+        """The parameters of the function `built` jits, seen through transforms that keep a
+        signature (`jax.jit(jax.grad(loss), static_argnames="mode")`), when they are known."""
+        args = positional(built)
+        target = args[0] if args else None
+        for _ in range(4):
+            if isinstance(target, cst.Name) and target.value in self._assigned_in_loop():
+                target = _assignment_in(self.loops[-1].body, target.value)
+            if not (isinstance(target, cst.Call) and self.ctx.qualname(target.func) in _SIGNATURE_KEEPING):
+                break
+            inner = positional(target)
+            target = inner[0] if inner else None
+        info = self.ctx.facts.function_for(target, self.ctx.scope) if target is not None else None
+        return list(info.params) if info is not None else []
+
+    def _compiled_anew_each_call(self, built: cst.Call) -> bool:
+        """`step = jax.jit(f, static_argnames="mode")` in a loop, and every call of `step`
+        there gives it a static value from the loop: each iteration compiles anyway."""
+        statement = self.ctx.statement_stack[-1] if self.ctx.statement_stack else None
+        names = set()
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and small.value is built:
+                names = {t.target.value for t in small.targets if isinstance(t.target, cst.Name)}
+        calls = [c for name in names for c in self._calls_in_loop(name)]
+        return bool(calls) and all(self._compiles_each_iteration(built, c) for c in calls)
 
     def _shape_from(self, made: cst.Call, varying: set[str]) -> bool:
         """An array made with a shape that comes from the loop: `jnp.zeros(shape + (n,))`,
@@ -1430,6 +1473,12 @@ def _assignment_in(block: cst.CSTNode, name: str) -> cst.CSTNode | None:
 
     walk(block, _Collect())
     return found[0] if found else None
+
+
+# Transforms whose result takes the arguments of the function they transform.
+_SIGNATURE_KEEPING = frozenset(
+    {"jax.grad", "jax.value_and_grad", "jax.vmap", "jax.checkpoint", "jax.remat", "equinox.filter_grad", "equinox.filter_value_and_grad"}
+)
 
 
 # JG110 -----------------------------------------------------------------------------------
