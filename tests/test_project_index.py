@@ -208,6 +208,25 @@ def test_x64_enabled_by_a_package_module_nothing_imports_does_not_count(tmp_path
     assert ("pkg/ops.py", "JG903") in found(root, ".")
 
 
+def test_a_function_called_only_where_x64_is_on_runs_with_it(tmp_path):
+    # kalman-jax: `utils.input_admin` is called only by `sde_gp`, which enables x64 at import;
+    # `g` is called from a module that does not
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": X64_MODULE + "def g(n):\n    return jnp.ones(n, jnp.float64)\n",
+        "pkg/model.py": "import jax\njax.config.update('jax_enable_x64', True)\nfrom pkg.utils import f\ndef fit(n):\n    return f(n)\n",
+        "pkg/other.py": "from pkg.utils import g\ndef run(n):\n    return g(n)\n",
+    }
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    lines = check(make(tmp_path / "a", files), "pkg")
+    assert ("pkg/utils.py", 3, "JG903") not in lines
+    assert ("pkg/utils.py", 5, "JG903") in lines
+    # one caller where x64 is off is enough for it to be reported
+    files["pkg/other.py"] = "from pkg.utils import f, g\ndef run(n):\n    return f(n), g(n)\n"
+    assert ("pkg/utils.py", 3, "JG903") in check(make(tmp_path / "b", files), "pkg")
+
+
 def test_a_folder_without_init_inside_a_package_is_its_namespace_subpackage(tmp_path):
     # `pkg/utilities/dists.py` is `pkg.utilities.dists`: importing it runs pkg/__init__.py first
     files = {"pkg/__init__.py": "import jax\njax.config.update('jax_enable_x64', True)\n", "pkg/utilities/dists.py": X64_MODULE}

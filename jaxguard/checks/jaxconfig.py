@@ -513,7 +513,9 @@ class X64DtypeWithoutX64(Rule):
         and when importing the module enables it: its package's `__init__` or a project module
         it imports (directly or through others) turns x64 on at import, or refuses to import
         (or warns) without it; an entry point that enables x64 and then imports the module;
-        a package `__init__` that imports all its submodules when one of them enables it.
+        a package `__init__` that imports all its submodules when one of them enables it;
+        and in a function whose every project caller runs with x64 on (a helper called only
+        from modules that enable it).
 
         Off in test files unless selected by its code: tests request 64-bit types on purpose,
         to probe what JAX gives (`assertIn(str(y.dtype), ["float32", "float64"])`). Judged in
@@ -592,9 +594,18 @@ class X64DtypeWithoutX64(Rule):
                 receiver = ctx.kind_of(node.func.value)
                 if receiver == "jax" or (receiver is None and dtype.startswith("jnp.") and self._unknown_receiver_ok(node.func.value)):
                     found = (value, dtype)
-        if found is not None and not self._dtype_dispatch():
+        if found is not None and not self._dtype_dispatch() and not self._called_with_x64():
             statement = ctx.statement_stack[-1] if ctx.statement_stack else None
             self.candidates.append((found[0], found[1], statement))
+
+    def _called_with_x64(self) -> bool:
+        """In a function (or nested in one) that every project caller runs with x64 on."""
+        scope = self.ctx.scope
+        while scope is not None:
+            if scope.function is not None and scope.function.runs_with_x64:
+                return True
+            scope = scope.parent
+        return False
 
     def _dtype_dispatch(self) -> bool:
         """Inside `if x.dtype == np.float64:` (or any branch on a dtype or the x64 flag)."""

@@ -206,6 +206,7 @@ class FunctionInfo:
     # the body never runs on real values and no compiled program is kept
     abstract_only: bool = False
     order: int = 0  # position among module-level bindings and definitions, in source order
+    runs_with_x64: bool = False  # every project caller runs with x64 on (the project index)
 
     def annotated_not_a_key(self, param: str) -> bool:
         """`rng: Variable`, `key: str`: the author declared a type no PRNG key has."""
@@ -1605,6 +1606,10 @@ class ModuleFacts:
             info = self.named_function(name)
             if info is not None:
                 info.differentiated = True
+        for name in project.x64_functions:
+            info = self.named_function(name)
+            if info is not None:
+                info.runs_with_x64 = True
 
     def _callees(self, info: FunctionInfo) -> list[FunctionInfo]:
         """Module-local functions that run when `info` runs: called from it, or passed to a

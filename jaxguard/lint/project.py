@@ -90,6 +90,8 @@ class ProjectView:
     aliases: tuple = ()
     # project classes that define `__setitem__` (`pkg.dd.DoubleDouble`): `x[i] = v` on one is its own
     settable_classes: tuple = ()
+    # this module's functions that run with x64 on: every project caller of theirs does
+    x64_functions: tuple = ()
 
     @cached_property
     def _callees(self) -> dict[str, Callee]:
@@ -331,6 +333,43 @@ class ProjectIndex:
         return module in self.test_modules
 
     @cached_property
+    def _callers(self) -> dict[tuple[str, str], set[tuple[str, str | None]]]:
+        """Project function -> the places that call it: (module, function), or (module, None)
+        for module-level code."""
+        callers: dict[tuple[str, str], set[tuple[str, str | None]]] = {}
+        for module, summary in self.summaries.items():
+            places = [(name, info["calls"]) for name, info in summary["functions"].items()]
+            for name, calls in [*places, (None, summary.get("module_calls", []))]:
+                for call in calls:
+                    target = self.resolve(call)
+                    if target is not None and target != (module, name):
+                        callers.setdefault(target, set()).add((module, name))
+        return callers
+
+    @cached_property
+    def _x64_functions(self) -> dict[str, set[str]]:
+        """module -> its functions that run with x64 on though their module does not enable
+        it: called in the project, and only from modules that enable it or from such functions
+        (kalman-jax's `utils.input_admin`, called only by `sde_gp`, which enables x64)."""
+        verdicts: dict[tuple[str, str], bool] = {}
+
+        def runs_with_x64(place: tuple[str, str | None], seen: frozenset) -> bool:
+            if self.x64_source(place[0]) is not None:
+                return True
+            if place[1] is None or place in seen:
+                return False
+            if place not in verdicts:
+                callers = self._callers.get(place, ())  # type: ignore[arg-type]
+                verdicts[place] = bool(callers) and all(runs_with_x64(c, seen | {place}) for c in callers)
+            return verdicts[place]
+
+        found: dict[str, set[str]] = {}
+        for place in self._callers:
+            if self.x64_source(place[0]) is None and runs_with_x64(place, frozenset()):
+                found.setdefault(place[0], set()).add(place[1])
+        return found
+
+    @cached_property
     def static_attributes(self) -> frozenset[str]:
         """Field names that every project class declaring them keeps static (pytree metadata)."""
         static, other = set(), set()
@@ -551,6 +590,7 @@ class ProjectIndex:
             static_attributes=self._static_attribute_list,
             aliases=self._aliases_for(summary),
             settable_classes=self._settable_classes,
+            x64_functions=tuple(sorted(self._x64_functions.get(module, ()))),
         )
 
 
