@@ -421,7 +421,7 @@ class KeyFlow:
             key = self._key_id(arg, known_only=False) if arg is not None else None
             if key is not None and key.split("[")[0] not in shadowed:
                 split = name == "jax.random.split"
-                self._consume(key, call, name, split, state, maybe=not split and self._only_shape_used(call))
+                self._consume(key, call, name, split, state, maybe=not split and self._only_shape_used(call, drawn=True))
                 if shadowed and not self.key_param and name.rsplit(".", 1)[-1] not in _REORDERINGS:
                     # (one permutation for each of several arrays keeps paired data aligned)
                     # in a comprehension's element: every element draws from the same key
@@ -473,7 +473,7 @@ class KeyFlow:
             proven = callee is not None or verdict == DRAWS or _samples(call)
             maybe = (
                 (haiku_apply and arg.keyword is None and not inside) or id(node) in side_streams
-                or _apply_signature_key(call, node) or how == MAYBE or self._only_shape_used(call)
+                or _apply_signature_key(call, node) or how == MAYBE or self._only_shape_used(call, drawn=_samples(call) and not call_tail(call.func).startswith('init'))
             )
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
 
@@ -498,7 +498,7 @@ class KeyFlow:
             return False
         return carried_slot_use(self.facts, callee, carry, index) is None
 
-    def _only_shape_used(self, call: cst.Call) -> bool:
+    def _only_shape_used(self, call: cst.Call, drawn: bool = False) -> bool:
         """The numbers drawn are never used, only their shape or dtype: a template for empty
         buffers (`tree_map(lambda x: jnp.empty(x.shape, x.dtype), space.sample(key))`, or `x =
         space.sample(key)` read only as `x.shape`). Such a draw correlates with nothing."""
@@ -521,15 +521,17 @@ class KeyFlow:
             and isinstance(small.targets[0].target, cst.Name)
         ):
             name = small.targets[0].target.value
-            return len(self.scope.values.get(name, ())) == 1 and name in self._read_only_for_shape_here(function)
+            return len(self.scope.values.get(name, ())) == 1 and name in self._read_only_for_shape_here(function, drawn)
         return False
 
-    def _read_only_for_shape_here(self, function) -> set[str]:
-        """The names a function reads, and only as `.shape`/`.dtype`/...; once per function."""
+    def _read_only_for_shape_here(self, function, init_inputs: bool) -> set[str]:
+        """The names a function reads, and only as `.shape`/`.dtype`/... (or, with
+        `init_inputs`, as a model init's example input); once per function."""
         cache = self.facts.derived.setdefault("read-only-for-shape", {})
-        if function.node not in cache:
-            cache[function.node] = _read_only_for_shape(assigned_names(function.node.body), function.node.body)
-        return cache[function.node]
+        slot = (function.node, init_inputs)
+        if slot not in cache:
+            cache[slot] = _read_only_for_shape(assigned_names(function.node.body), function.node.body, init_inputs)
+        return cache[slot]
 
     def _lambda_draws(self, function: cst.Lambda) -> list[tuple[str, str, cst.Call]]:
         """(key, sampler, call) for each draw in a lambda's body from a key it does not receive
@@ -808,17 +810,17 @@ def _held_by(facts: ModuleFacts, class_scope: Scope, depth: int = 0) -> tuple[se
 _SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
 
 
-def _read_only_for_shape(names: set[str], body: cst.CSTNode) -> set[str]:
+def _read_only_for_shape(names: set[str], body: cst.CSTNode, init_inputs: bool = False) -> set[str]:
     """Those of `names` that `body` reads at least once, and only as `name.shape`, `.dtype`,
-    `.ndim` or `.size`, or as the example input of a model's `init` (`net.init(key, x)`
-    runs the model on `x` only to learn its shapes: the parameters come from the key, and
-    the output is thrown away). One walk for all of them."""
+    `.ndim` or `.size`, or (`init_inputs`, for numbers drawn at random) as the example input
+    of a model's `init` (`net.init(key, x)` runs the model on `x` only to learn its shapes:
+    the parameters come from the key, and the output is thrown away). One walk for all."""
     shape: set[str] = set()
     other: set[str] = set()
 
     class _Reads(Visitor):
         def visit_Call(self, node: cst.Call) -> bool:
-            if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "init"):
+            if not (init_inputs and isinstance(node.func, cst.Attribute) and node.func.attr.value == "init"):
                 return True
             for arg in node.args[1:]:
                 if isinstance(arg.value, cst.Name) and arg.value.value in names and not arg.star:
