@@ -705,7 +705,8 @@ class JitInLoop(Rule):
         through `grad`/`vmap`) or an input shape from the loop (it compiles anyway), a
         jit rebuilt under an `if` whose test the loop changes (`if need_compile:`: rebuilt when
         something changed, not every iteration), a jit of each function of a collection the
-        loop walks (`for f in fns: jax.jit(f)(x)`: a different function each time), and
+        loop walks (`for f in fns: jax.jit(f)(x)`, or `f = getattr(module, name)` / `fns[name]`
+        with `name` from the loop: a different function each time), and
         `equinox.filter_jit` of an equinox transform made anew (equinox's wrappers are equal
         when their fields are, so its cache finds the first: only the slow path is reported).
     """
@@ -734,6 +735,10 @@ class JitInLoop(Rule):
         # the same loop over what it is given, untimed: a compile per item
         "import jax\ndef run(make, items, x):\n    out = []\n    for cfg in items:\n        fn = make(cfg)\n"
         "        out.append(jax.jit(fn)(x))\n    return out\n",
+        # a factory makes a new function each iteration
+        "import jax\nimport mylib\ndef check(t, names):\n    for name in names:\n"
+        "        mine, ref = mylib.make(name), getattr(mylib, 'ref_' + name)\n"
+        "        assert jax.jit(mine)(t) == jax.jit(ref)(t)\n",
         # a static argument the same every iteration: the new grad object is all that changes
         "import jax\ndef loss(x, mode):\n    return x * 2 if mode else x\ndef run(x, modes):\n    for mode in modes:\n"
         "        step = jax.jit(jax.grad(loss), static_argnames='mode')\n        x = step(x, True)\n    return x\n",
@@ -794,6 +799,10 @@ class JitInLoop(Rule):
         "import jax\ndef _shard(x):\n    return x\ndef place(modules, mesh):\n    for name, module in modules:\n"
         "        shardings = {'kernel': mesh[name]}\n"
         "        module.kernel = jax.jit(_shard, out_shardings=shardings['kernel'])(module.kernel)\n",
+        # each iteration looks up another existing function (jcm's test of its saturation formulas)
+        "import jax\nimport mylib\ndef check(t, names):\n    for name in names:\n"
+        "        mine, ref = getattr(mylib, name), getattr(mylib, 'ref_' + name)\n"
+        "        assert jax.jit(mine)(t) == jax.jit(ref)(t)\n",
         # ... also built first and called after, the static argument given by name to jit
         # and by position to the call (ott's gradient test over `implicit`)
         "import jax\ndef loss(x, mode):\n    return x * 2 if mode else x\ndef run(x, modes):\n    for mode in modes:\n"
@@ -1003,10 +1012,15 @@ class JitInLoop(Rule):
         different function each iteration, not the same one wrapped again."""
         args = positional(built)
         loop = self.loops[-1]
-        return (
-            bool(args) and isinstance(args[0], cst.Name) and isinstance(loop, cst.For)
-            and args[0].value in names_in(loop.target) and args[0].value not in self._assigned_in_loop()
-        )
+        if not (args and isinstance(args[0], cst.Name) and isinstance(loop, cst.For)):
+            return False
+        name, walked = args[0].value, names_in(loop.target)
+        if name in walked and name not in self._assigned_in_loop():
+            return True
+        # `f = getattr(module, name)` or `fns[name]`, `name` from the loop: an existing
+        # function looked up, another one each iteration
+        values = _values_assigned(loop.body, name)
+        return bool(values) and all(_looked_up_by(value, walked) for value in values)
 
     def _rebuilt_when_needed(self) -> bool:
         """Built under an `if` whose test the loop changes (`if need_compile: step =
@@ -1073,6 +1087,8 @@ class JitInLoop(Rule):
             return fresh
         if self._defined_in_loop(call):
             return fresh or "a function defined in the loop"
+        if self._walks_functions(call):
+            return ""
         receiver = self._rebound_receiver(call)
         if receiver:
             args = positional(call)
@@ -1460,6 +1476,48 @@ _SHAPED_CONSTRUCTORS = frozenset({"zeros", "ones", "empty", "full", "arange", "l
 # jit options that select another compiled program when they change
 _COMPILE_OPTIONS = frozenset({"in_shardings", "out_shardings", "device", "backend", "abstracted_axes", "compiler_options"})
 _RESHAPING_METHODS = frozenset({"reshape", "broadcast_to", "resize"})
+
+
+def _values_assigned(block: cst.CSTNode, name: str) -> list[cst.BaseExpression] | None:
+    """The values `block` assigns to `name` (`a, b = x, y` item by item); None where one
+    cannot be read (an unpacked call, an augmented assignment)."""
+    values: list[cst.BaseExpression] = []
+    unreadable = []
+
+    class _Collect(Visitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                target = target.target
+                if isinstance(target, cst.Name) and target.value == name:
+                    values.append(node.value)
+                elif isinstance(target, (cst.Tuple, cst.List)) and name in names_in(target):
+                    items = node.value.elements if isinstance(node.value, (cst.Tuple, cst.List)) else None
+                    for i, element in enumerate(target.elements):
+                        if isinstance(element.value, cst.Name) and element.value.value == name:
+                            if items is None or len(items) != len(target.elements) or isinstance(items[i], cst.StarredElement):
+                                unreadable.append(node)
+                            else:
+                                values.append(items[i].value)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                unreadable.append(node)
+
+    walk(block, _Collect())
+    return None if unreadable else values
+
+
+def _looked_up_by(value: cst.BaseExpression, keys: set[str]) -> bool:
+    """`getattr(obj, name)`, `table[name]`, `table.get(name)` with `name` among `keys`."""
+    if isinstance(value, cst.Subscript):
+        return bool(names_in(value.slice[0]) & keys) if len(value.slice) == 1 else False
+    if isinstance(value, cst.Call):
+        args = positional(value)
+        if isinstance(value.func, cst.Name) and value.func.value == "getattr" and len(args) >= 2:
+            return bool(names_in(args[1]) & keys)
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value == "get" and args:
+            return bool(names_in(args[0]) & keys)
+    return False
 
 
 def _assignment_in(block: cst.CSTNode, name: str) -> cst.CSTNode | None:
