@@ -735,6 +735,10 @@ class JitInLoop(Rule):
         # the same loop over what it is given, untimed: a compile per item
         "import jax\ndef run(make, items, x):\n    out = []\n    for cfg in items:\n        fn = make(cfg)\n"
         "        out.append(jax.jit(fn)(x))\n    return out\n",
+        # ... a closure over nothing the loop changes: the same function made again
+        "import jax\ndef test_grads_finite(g, mus, xs):\n    for mu in mus:\n        f = g(mu)\n"
+        "        def scalar(x):\n            return g(x).sum()\n        grad = jax.jit(jax.grad(scalar))\n"
+        "        for x in xs:\n            assert grad(x) > f\n",
         # a factory makes a new function each iteration
         "import jax\nimport mylib\ndef check(t, names):\n    for name in names:\n"
         "        mine, ref = mylib.make(name), getattr(mylib, 'ref_' + name)\n"
@@ -799,6 +803,10 @@ class JitInLoop(Rule):
         "import jax\ndef _shard(x):\n    return x\ndef place(modules, mesh):\n    for name, module in modules:\n"
         "        shardings = {'kernel': mesh[name]}\n"
         "        module.kernel = jax.jit(_shard, out_shardings=shardings['kernel'])(module.kernel)\n",
+        # a test's sweep: the function closes over what the loop makes from its variable
+        "import jax\ndef test_grads_finite(make, mus, xs):\n    for mu in mus:\n        f = make(mu)\n"
+        "        def scalar(x):\n            return f(x).sum()\n        grad = jax.jit(jax.grad(scalar))\n"
+        "        for x in xs:\n            assert grad(x) > 0\n",
         # each iteration looks up another existing function (jcm's test of its saturation formulas)
         "import jax\nimport mylib\ndef check(t, names):\n    for name in names:\n"
         "        mine, ref = getattr(mylib, name), getattr(mylib, 'ref_' + name)\n"
@@ -1445,7 +1453,8 @@ def _in_test_or_main(function: FunctionInfo, path: str) -> bool:
 
 def _loop_dependent_names(loop: cst.For) -> set[str]:
     """The loop variables, and names the loop body assigns from them (`step_fn = make(smooth)`),
-    transitively; not state updated from itself (`total = total + x`)."""
+    or a function it defines that reads them (a closure over `f = make(mu0)`), transitively;
+    not state updated from itself (`total = total + x`)."""
     varying = names_in(loop.target)
     assignments: list[tuple[set[str], set[str]]] = []
 
@@ -1455,6 +1464,7 @@ def _loop_dependent_names(loop: cst.For) -> set[str]:
             assignments.append((targets, names_in(node.value)))
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            assignments.append(({node.name.value}, names_in(node.body)))
             return False
 
     walk(loop.body, _Collect())
