@@ -443,6 +443,30 @@ def test_dummy_inputs_of_a_model_init_are_shape_templates():
     assert found(two).count("JG601") == 1
 
 
+def test_a_draw_only_when_an_argument_the_caller_passes_is_none_is_not_proven():
+    # mahjax: the deck is prepared once from the key and handed on; the helper would draw
+    # from the key only to prepare it itself, when it is not given
+    source = """
+    import jax
+
+    def prepare(key):
+        return jax.random.permutation(key, 136)
+
+    def next_round(state, key, prepared=None):
+        if prepared is None:
+            prepared = prepare(key)
+        return state, prepared
+
+    def step(state, key):
+        prepared = prepare(key)
+        return next_round(state, key, prepared=prepared)
+    """
+    assert "JG601" not in found(source)
+    # left out, or given as None: the helper draws, a reuse of the key
+    assert "JG601" in found(source.replace("next_round(state, key, prepared=prepared)", "next_round(state, key)"))
+    assert "JG601" in found(source.replace("next_round(state, key, prepared=prepared)", "next_round(state, key, None)"))
+
+
 def test_a_module_clone_is_no_key():
     # `nnx.clone(critic)` copies a network: handing it to a step that draws from another
     # parameter, once per iteration, is no key reuse; a clone of a key is a key

@@ -113,12 +113,15 @@ class _Terminated(Exception):
 
 class KeyFlow:
     def __init__(
-        self, facts: ModuleFacts, scope: Scope, body, loop_body_of: str | None = None, key_param: str | None = None
+        self, facts: ModuleFacts, scope: Scope, body, loop_body_of: str | None = None, key_param: str | None = None,
+        given: frozenset[str] = frozenset(),
     ) -> None:
         """`key_param`: analyse the body for whether it consumes that parameter, which a
-        caller passes a key to (see `consumes_param`)."""
+        caller passes a key to (see `consumes_param`); `given`: parameters the caller passes
+        a value for, so that `if p is None:` is taken as false."""
         self.facts = facts
         self.scope = scope
+        self.given = given
         self.findings: list[Finding] = []
         self.keys: set[str] = set()
         self.loop_depth_keys: list[set[str]] = []  # names rebound inside each enclosing loop
@@ -187,6 +190,8 @@ class KeyFlow:
         if isinstance(statement, cst.If):
             self._expression(statement.test, state)
             truth = self.facts.truth(statement.test)  # `if False:` never runs its body
+            if truth is None and self.given:
+                truth = _given_truth(statement.test, self.given)
             then = state.copy()
             then.holds += ((statement.test, True),)
             then = self._walk(_block(statement.body), then) if truth is not False else None
@@ -456,7 +461,7 @@ class KeyFlow:
         for key, arg, node in found:
             inside = node is not arg.value  # an item of a container passed whole: `arrays=(x, key)`
             param = _receiving_param(self.facts, callee, call, arg) if callee is not None and not inside else None
-            how = param_use(self.facts, callee, param) if param is not None else None
+            how = param_use(self.facts, callee, param, _given_params(self.facts, callee, call)) if param is not None else None
             if param is not None and how is None:
                 continue  # the callee ignores it, or re-derives it with fold_in
             verdict = project_key_verdict(self.facts, name, call, arg) if callee is None or inside else None
@@ -1038,20 +1043,79 @@ def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
     return param_use(facts, info, param) is not None
 
 
-def param_use(facts: ModuleFacts, info, param: str) -> str | None:
+def param_use(facts: ModuleFacts, info, param: str, given: frozenset[str] = frozenset()) -> str | None:
     """How the module-local function `info` uses the key its caller passes as `param`: None
     (never, or only after a new value), DRAWN or MAYBE (see `KeyFlow.param_use`).
-    Computed once per (function, parameter) by running the key flow on its body."""
+    `given`: optional parameters the caller passes a value for. A draw only under `if p is
+    None:` is then not proven (the value may or may not be None): MAYBE. Computed once per
+    (function, parameter, given) by running the key flow on its body."""
     cache = facts.derived.setdefault("key-params", {})
-    slot = (info.node, param)
+    slot = (info.node, param, given)
     if slot not in cache:
         cache[slot] = None  # a recursive call adds no draw of its own: the rest of the body decides
         # `rng: Variable`, or `rng._state = ...` (a generator object keeping its own state):
         # not a key (a key is an immutable array; the project index judges the same)
         stored = any(a.startswith(param + ".") for a in _assigned_attributes(info.node.body))
         if not info.annotated_not_a_key(param) and not stored:
-            cache[slot] = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param).param_use
+            use = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param, given=given).param_use
+            if use is None and given and param_use(facts, info, param) is not None:
+                use = MAYBE  # drawn only where a value the caller passes is None
+            cache[slot] = use
     return cache[slot]  # type: ignore[return-value]
+
+
+def _given_params(facts: ModuleFacts, callee, call: cst.Call) -> frozenset[str]:
+    """The parameters of `callee` that `call` passes something other than a literal None
+    for (`prepared=assets`), among those its body tests against None."""
+    node = callee.node
+    if isinstance(node, cst.Lambda):
+        return frozenset()
+    optional = _tested_against_none(facts, callee)
+    if not optional:
+        return frozenset()
+    given = set()
+    params = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+    offset = 1 if callee.class_name and params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute) else 0
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return frozenset()
+        if arg.keyword is not None:
+            name = arg.keyword.value
+        else:
+            index = position + offset
+            position += 1
+            name = params[index] if index < len(params) else None
+        if name in optional and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+            given.add(name)
+    return frozenset(given)
+
+
+def _tested_against_none(facts: ModuleFacts, info) -> set[str]:
+    """Parameters of `info` its body tests with `p is None` / `p is not None`; once per function."""
+    cache = facts.derived.setdefault("tested-against-none", {})
+    if info.node not in cache:
+        params = set(info.params)
+        cache[info.node] = {
+            node.left.value for node in descendants(info.node.body)
+            if isinstance(node, cst.Comparison) and isinstance(node.left, cst.Name) and node.left.value in params
+            and _given_truth(node, frozenset({node.left.value})) is not None
+        }
+    return cache[info.node]
+
+
+def _given_truth(test: cst.BaseExpression, given: frozenset[str]) -> bool | None:
+    """`p is None` (False) or `p is not None` (True) for a parameter `p` in `given`."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)):
+        return None
+    target = test.comparisons[0]
+    if test.left.value not in given or not (isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
+        return None
+    if isinstance(target.operator, cst.Is):
+        return False
+    if isinstance(target.operator, cst.IsNot):
+        return True
+    return None
 
 
 def carried_slot_use(facts: ModuleFacts, info, carry: str, index: int) -> str | None:
@@ -1228,7 +1292,9 @@ class KeyReuse(_KeyRule):
         evaluations (`eval_shape`, `make_jaxpr`, `.lower()`, `flax.linen.tabulate`), `clone`, a
         callee of the module that ignores its key or re-derives it with `fold_in`, a key in the
         carry of a `lax.scan`/`fori_loop`/`while_loop` whose body (of the module) passes it
-        through untouched or drops it (`state, _ = carry`). A key given
+        through untouched or drops it (`state, _ = carry`). A callee of the module that draws
+        from the key only under `if p is None:`, given a value for `p`, may or may not draw:
+        never paired with another use. A key given
         to a Haiku `apply` (in a module that imports Haiku; `hk.transform(f)[1]` too; any
         `.apply(params, key, ...)`, Haiku's signature) is drawn from only if the model has
         stochastic layers, which the linter cannot see: it is never paired with another use, though the same key
