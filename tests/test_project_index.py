@@ -225,6 +225,14 @@ def test_a_function_called_only_where_x64_is_on_runs_with_it(tmp_path):
     # one caller where x64 is off is enough for it to be reported
     files["pkg/other.py"] = "from pkg.utils import f, g\ndef run(n):\n    return f(n), g(n)\n"
     assert ("pkg/utils.py", 3, "JG903") in check(make(tmp_path / "b", files), "pkg")
+    # called only from tests that enable x64: how users call it is not known (jax-privacy's
+    # dense.optimize)
+    (tmp_path / "c").mkdir()
+    files = {
+        "pkg/__init__.py": "", "pkg/utils.py": X64_MODULE,
+        "tests/test_utils.py": "import jax\njax.config.update('jax_enable_x64', True)\nfrom pkg.utils import f\ndef test_f():\n    assert f(2).dtype\n",
+    }
+    assert ("pkg/utils.py", 3, "JG903") in check(make(tmp_path / "c", files), ".")
 
 
 def test_a_folder_without_init_inside_a_package_is_its_namespace_subpackage(tmp_path):

@@ -334,10 +334,13 @@ class ProjectIndex:
 
     @cached_property
     def _callers(self) -> dict[tuple[str, str], set[tuple[str, str | None]]]:
-        """Project function -> the places that call it: (module, function), or (module, None)
-        for module-level code."""
+        """Project function -> the places outside tests that call it: (module, function), or
+        (module, None) for module-level code. (A test calls a library function as its users
+        might, under its own settings: no evidence of how the library runs it.)"""
         callers: dict[tuple[str, str], set[tuple[str, str | None]]] = {}
         for module, summary in self.summaries.items():
+            if self.is_test_module(module):
+                continue
             places = [(name, info["calls"]) for name, info in summary["functions"].items()]
             for name, calls in [*places, (None, summary.get("module_calls", []))]:
                 for call in calls:
