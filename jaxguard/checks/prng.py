@@ -28,6 +28,7 @@ from jaxguard.lint.facts import (
     argument,
     assigned_names,
     call_tail,
+    compared_with_none,
     literal_int,
     literal_str,
     positional,
@@ -478,7 +479,7 @@ class KeyFlow:
             proven = callee is not None or verdict == DRAWS or _samples(call)
             maybe = (
                 (haiku_apply and arg.keyword is None and not inside) or id(node) in side_streams
-                or _apply_signature_key(call, node) or how == MAYBE or self._only_shape_used(call, drawn=_samples(call) and not call_tail(call.func).startswith('init'))
+                or _apply_signature_key(call, node) or how == MAYBE or self._only_shape_used(call, drawn=_samples(call) and not call_tail(call.func).startswith("init"))
             )
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
 
@@ -1046,8 +1047,8 @@ def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
 def param_use(facts: ModuleFacts, info, param: str, given: frozenset[str] = frozenset()) -> str | None:
     """How the module-local function `info` uses the key its caller passes as `param`: None
     (never, or only after a new value), DRAWN or MAYBE (see `KeyFlow.param_use`).
-    `given`: optional parameters the caller passes a value for. A draw only under `if p is
-    None:` is then not proven (the value may or may not be None): MAYBE. Computed once per
+    `given`: parameters the caller passes a value for. A draw only under `if p is None:` is
+    then not proven (the value may or may not be None): MAYBE. Computed once per
     (function, parameter, given) by running the key flow on its body."""
     cache = facts.derived.setdefault("key-params", {})
     slot = (info.node, param, given)
@@ -1067,28 +1068,14 @@ def param_use(facts: ModuleFacts, info, param: str, given: frozenset[str] = froz
 def _given_params(facts: ModuleFacts, callee, call: cst.Call) -> frozenset[str]:
     """The parameters of `callee` that `call` passes something other than a literal None
     for (`prepared=assets`), among those its body tests against None."""
-    node = callee.node
-    if isinstance(node, cst.Lambda):
+    tested = _tested_against_none(facts, callee)
+    if not tested:
         return frozenset()
-    optional = _tested_against_none(facts, callee)
-    if not optional:
-        return frozenset()
-    given = set()
-    params = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
-    offset = 1 if callee.class_name and params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute) else 0
-    position = 0
-    for arg in call.args:
-        if arg.star:
-            return frozenset()
-        if arg.keyword is not None:
-            name = arg.keyword.value
-        else:
-            index = position + offset
-            position += 1
-            name = params[index] if index < len(params) else None
-        if name in optional and not (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
-            given.add(name)
-    return frozenset(given)
+    return frozenset(
+        param for arg in call.args
+        if (param := _receiving_param(facts, callee, call, arg)) in tested
+        and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
+    )
 
 
 def _tested_against_none(facts: ModuleFacts, info) -> set[str]:
@@ -1097,23 +1084,17 @@ def _tested_against_none(facts: ModuleFacts, info) -> set[str]:
     if info.node not in cache:
         params = set(info.params)
         cache[info.node] = {
-            node.left.value for node in descendants(info.node.body)
-            if isinstance(node, cst.Comparison) and isinstance(node.left, cst.Name) and node.left.value in params
-            and _given_truth(node, frozenset({node.left.value})) is not None
+            name for node in descendants(info.node.body) if isinstance(node, cst.Comparison)
+            for name in (compared_with_none(node, cst.Is), compared_with_none(node, cst.IsNot)) if name in params
         }
     return cache[info.node]
 
 
 def _given_truth(test: cst.BaseExpression, given: frozenset[str]) -> bool | None:
     """`p is None` (False) or `p is not None` (True) for a parameter `p` in `given`."""
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)):
-        return None
-    target = test.comparisons[0]
-    if test.left.value not in given or not (isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
-        return None
-    if isinstance(target.operator, cst.Is):
+    if compared_with_none(test, cst.Is) in given:
         return False
-    if isinstance(target.operator, cst.IsNot):
+    if compared_with_none(test, cst.IsNot) in given:
         return True
     return None
 

@@ -462,7 +462,7 @@ def _none_compared(test: cst.BaseExpression, operator: type) -> cst.BaseExpressi
     return None
 
 
-def _compared_with_none(test: cst.BaseExpression, operator: type) -> str | None:
+def compared_with_none(test: cst.BaseExpression, operator: type) -> str | None:
     """`name` for a test `name is None` (operator cst.Is) or `name is not None` (cst.IsNot)."""
     subject = _none_compared(test, operator)
     return subject.value if isinstance(subject, cst.Name) else None
@@ -484,7 +484,7 @@ def _tested_set(test: cst.BaseExpression) -> str | None:
     as one side of an `or` (`if _warned or n < limit: return`: true whenever it is set)."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
         return _tested_set(test.left) or _tested_set(test.right)
-    return test.value if isinstance(test, cst.Name) else _compared_with_none(test, cst.IsNot)
+    return test.value if isinstance(test, cst.Name) else compared_with_none(test, cst.IsNot)
 
 
 def target_name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
