@@ -17,7 +17,7 @@ from jaxguard.checks._common import (
     self_assignments,
 )
 from jaxguard.lint.engine import AddImport, ReplaceNode
-from jaxguard.lint.facts import dotted_name, keyword, literal_str, positional
+from jaxguard.lint.facts import dotted_name, is_main_guard, keyword, literal_str, positional
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.traced import annotation_name, parameter_annotation
 
@@ -1168,18 +1168,6 @@ def is_test_path(path: str) -> bool:
         return True
     parts = normalized.split("/")[:-1]
     return any(part in ("tests", "test", "testing") for part in parts)
-
-
-def is_main_guard(node: cst.If) -> bool:
-    test = node.test
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    sides = [test.left, test.comparisons[0].comparator]
-    return (
-        isinstance(test.comparisons[0].operator, cst.Equal)
-        and any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides)
-        and any(literal_str(s) == "__main__" for s in sides)
-    )
 
 
 @register

@@ -17,9 +17,10 @@ import libcst as cst
 
 from jaxguard.lint import kinds
 from jaxguard.lint.diagnostic import Diagnostic, Edit, Fix
-from jaxguard.lint.facts import ModuleFacts, Scope
+from jaxguard.lint.facts import ModuleFacts, Scope, is_main_guard
 from jaxguard.lint.positions import Positions
 from jaxguard.lint.registry import INTERNAL_ERROR, SYNTAX_ERROR, Rule, all_rules
+from jaxguard.lint.project import ProjectView
 from jaxguard.lint.settings import LintSettings
 from jaxguard.lint.suppress import Suppressions
 from jaxguard.lint.walk import NODE_TYPES, child_fields
@@ -415,7 +416,7 @@ def _lint_module(module: cst.Module, source: str, path: str, settings: LintSetti
     suppressions = Suppressions.from_source(source)
     seen = set()
     for report in ctx.reports:
-        if report.rule.code in settings.quiet_in_test_code and _test_code(report.top):
+        if report.rule.code in settings.quiet_in_test_code and _test_code(report.top, settings.project):
             continue  # a library's smoke test reuses keys and counts traces on purpose, as tests do
         span = positions[report.node]
         key = (report.rule.code, span.start.line, span.start.column, report.message)
@@ -444,10 +445,14 @@ def _lint_module(module: cst.Module, source: str, path: str, settings: LintSetti
     return diagnostics
 
 
-def _test_code(top: cst.CSTNode | None) -> bool:
+def _test_code(top: cst.CSTNode | None, project: ProjectView | None) -> bool:
     """A top-level `def test_*` function outside a test file: pytest does not collect it
-    there, so it is a smoke test run by hand (kinetix's `test_ued`, alpa's `test_gpt_lm`)."""
-    return isinstance(top, cst.FunctionDef) and top.name.value.startswith("test")
+    there, so it is a smoke test run by hand (kinetix's `test_ued`, alpa's `test_gpt_lm`).
+    So is the `if __name__ == "__main__":` block of a module other project modules import:
+    a library module's demo (a script's main block is its work, and stays checked)."""
+    if isinstance(top, cst.FunctionDef):
+        return top.name.value.startswith("test")
+    return isinstance(top, cst.If) and project is not None and project.imported and is_main_guard(top)
 
 
 def _failing_rule(error: BaseException) -> Rule | None:

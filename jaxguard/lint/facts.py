@@ -305,6 +305,19 @@ def literal_ints(node: cst.BaseExpression) -> tuple[int, ...] | None:
     return _literal_tuple(node, literal_int)
 
 
+def is_main_guard(node: cst.If) -> bool:
+    """`if __name__ == "__main__":`"""
+    test = node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    return (
+        isinstance(test.comparisons[0].operator, cst.Equal)
+        and any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides)
+        and any(literal_str(s) == "__main__" for s in sides)
+    )
+
+
 def literal_strs(node: cst.BaseExpression) -> tuple[str, ...] | None:
     return _literal_tuple(node, literal_str)
 

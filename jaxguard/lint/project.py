@@ -92,6 +92,9 @@ class ProjectView:
     settable_classes: tuple = ()
     # this module's functions that run with x64 on: every project caller of theirs does
     x64_functions: tuple = ()
+    # another project module imports this one: it is a library module, and its
+    # `if __name__ == "__main__":` block a self-test run by hand
+    imported: bool = False
 
     @cached_property
     def _callees(self) -> dict[str, Callee]:
@@ -331,6 +334,17 @@ class ProjectIndex:
 
     def is_test_module(self, module: str) -> bool:
         return module in self.test_modules
+
+    @cached_property
+    def _imported_modules(self) -> set[str]:
+        """The modules that another project module imports (at its top, in a function or with `*`)."""
+        found = set()
+        for module, summary in self.summaries.items():
+            for target in (*summary["imports"].values(), *summary["star_imports"], *summary["lazy_imports"]):
+                imported = self.module_of(target)
+                if imported is not None and imported != module:
+                    found.add(imported)
+        return found
 
     @cached_property
     def _callers(self) -> dict[tuple[str, str], set[tuple[str, str | None]]]:
@@ -594,6 +608,7 @@ class ProjectIndex:
             aliases=self._aliases_for(summary),
             settable_classes=self._settable_classes,
             x64_functions=tuple(sorted(self._x64_functions.get(module, ()))),
+            imported=module in self._imported_modules,
         )
 
 
