@@ -286,3 +286,28 @@ def test_a_global_goes_stale_in_a_notebook_only_if_the_function_runs_after_it_ch
     (tmp_path / "mod.py").write_text("\n".join(source for _, source in cells) + "\n")
     code, out = run(capsys, "mod.py")
     assert "JG102" in out
+
+
+def test_a_key_is_paired_within_a_cell_and_after_a_split_across_cells(tmp_path, monkeypatch, capsys):
+    # one demo per cell: a seed drawn from again in a later cell is shared on purpose; two
+    # draws in one cell, or a key used after it was split, are reported
+    monkeypatch.chdir(tmp_path)
+    cells = [
+        ("code", "import jax\nkey = jax.random.PRNGKey(0)\nx = jax.random.normal(key, (3,))"),
+        ("markdown", "Another experiment, the same seed"),
+        ("code", "y = jax.random.uniform(key, (3,))"),
+    ]
+    _notebook(tmp_path / "nb.ipynb", cells)
+    code, out = run(capsys, "nb.ipynb")
+    assert code == 0 and "JG60" not in out
+    _notebook(tmp_path / "nb.ipynb", [*cells[:2], ("code", "y = jax.random.uniform(key, (3,))\nz = jax.random.normal(key, (3,))")])
+    code, out = run(capsys, "nb.ipynb")
+    assert [line.split(": ")[0:2] for line in out.splitlines() if "JG" in line] == [["nb.ipynb:cell 3:2:5", "JG601 PRNG key 'key' is used again"]]
+    _notebook(tmp_path / "nb.ipynb", [("code", "import jax\nkey = jax.random.PRNGKey(0)\nk1, k2 = jax.random.split(key)"),
+                                      ("code", "y = jax.random.uniform(key, (3,))")])
+    code, out = run(capsys, "nb.ipynb")
+    assert "nb.ipynb:cell 2:1:5: JG602" in out
+    # the same code as a module is one program: the second draw is reported
+    (tmp_path / "mod.py").write_text("\n".join(source for kind, source in cells if kind == "code") + "\n")
+    code, out = run(capsys, "mod.py")
+    assert "mod.py:4:5: JG601" in out
