@@ -443,6 +443,24 @@ def test_dummy_inputs_of_a_model_init_are_shape_templates():
     assert found(two).count("JG601") == 1
 
 
+def test_a_batch_axis_added_to_a_dummy_input_keeps_it_a_template():
+    # evorl: one observation and one action sampled from the spaces, given a batch axis,
+    # only to initialise the networks
+    source = """
+    import jax
+
+    def init(critic, obs_space, action_space, key):
+        key, critic_key = jax.random.split(key)
+        dummy_obs = jax.tree_util.tree_map(lambda x: x[None, ...], obs_space.sample(key))
+        dummy_action = action_space.sample(key)[None, ...]
+        return critic.init(critic_key, dummy_obs, dummy_action)
+    """
+    assert "JG601" not in found(source)
+    # the batched numbers used as data: the action repeats the observation's draw
+    used = source.replace("return critic.init(critic_key, dummy_obs, dummy_action)", "return dummy_obs + dummy_action")
+    assert "JG601" in found(used)
+
+
 def test_a_draw_only_when_an_argument_the_caller_passes_is_none_is_not_proven():
     # mahjax: the deck is prepared once from the key and handed on; the helper would draw
     # from the key only to prepare it itself, when it is not given

@@ -524,14 +524,34 @@ class KeyFlow:
             ):
                 template = mapping.args[0].value
                 params = {p.name.value for p in all_params(template.params)}
-                return bool(params) and _read_only_for_shape(params, template.body) == params
+                if params and _read_only_for_shape(params, template.body) == params:
+                    return True
         function = self.scope.function
         if (
-            function is not None and isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1
-            and isinstance(small.targets[0].target, cst.Name)
+            function is not None and isinstance(small, cst.Assign) and self._batched(small.value, call)
+            and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
         ):
             name = small.targets[0].target.value
             return len(self.scope.values.get(name, ())) == 1 and name in self._read_only_for_shape_here(function, drawn)
+        return False
+
+    def _batched(self, value: cst.BaseExpression, call: cst.Call) -> bool:
+        """`value` is the draw `call`, or items of it (`call[None, ...]`, `call[0]`, also
+        through `tree_map(lambda x: x[None], call)`): numbers drawn by it and nothing else."""
+        if value is call:
+            return True
+        if isinstance(value, cst.Subscript):
+            return self._batched(value.value, call)
+        if (
+            isinstance(value, cst.Call) and len(value.args) == 2 and isinstance(value.args[0].value, cst.Lambda)
+            and self.facts.qualname(value.func, self.scope) in TREE_MAPS
+        ):
+            item = value.args[0].value
+            params = [p.name.value for p in all_params(item.params)]
+            body = item.body
+            while isinstance(body, cst.Subscript):
+                body = body.value
+            return params == [getattr(body, "value", None)] and self._batched(value.args[1].value, call)
         return False
 
     def _read_only_for_shape_here(self, function, init_inputs: bool) -> set[str]:
@@ -1302,7 +1322,8 @@ class KeyReuse(_KeyRule):
         a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`).
         A draw whose numbers are never used is paired with nothing either: a template read
         only for its `.shape`/`.dtype`, or a dummy input given to a model's `init`
-        (`net.init(key, normal(key, (1, n)))`: init runs the model on it only to learn shapes).
+        (`net.init(key, normal(key, (1, n)))`: init runs the model on it only to learn shapes),
+        also with a batch axis added (`space.sample(key)[None]`, `tree_map(lambda x: x[None], ...)`).
         In a notebook, draws are paired within a cell: a seed drawn from again in a later cell
         is shared by two experiments on purpose (a key used after a split is still JG602).
     """
