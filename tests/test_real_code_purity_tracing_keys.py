@@ -461,6 +461,30 @@ def test_a_batch_axis_added_to_a_dummy_input_keeps_it_a_template():
     assert "JG601" in found(used)
 
 
+def test_a_state_built_only_for_an_abstract_evaluation_is_a_template():
+    # dopamax: a throwaway train state from one key, read only by `jax.eval_shape` to size
+    # the replay buffer; its numbers are never computed
+    source = """
+    import jax
+
+    class Agent:
+        def __init__(self):
+            temp_key = jax.random.PRNGKey(0)
+            temp = self._initial_state(temp_key, temp_key)
+            self.spec = jax.eval_shape(self._rollout, temp.params, temp.key)
+
+        def _initial_state(self, key, env_key):
+            return jax.random.normal(key, (3,)), jax.random.uniform(env_key, (3,))
+
+        def _rollout(self, params, key):
+            return params
+    """
+    assert "JG601" not in found(source)
+    # the state's numbers used: the two draws are correlated
+    used = source.replace("self.spec = jax.eval_shape(self._rollout, temp.params, temp.key)", "self.state = temp")
+    assert "JG601" in found(used)
+
+
 def test_a_draw_only_when_an_argument_the_caller_passes_is_none_is_not_proven():
     # mahjax: the deck is prepared once from the key and handed on; the helper would draw
     # from the key only to prepare it itself, when it is not given

@@ -560,7 +560,8 @@ class KeyFlow:
         cache = self.facts.derived.setdefault("read-only-for-shape", {})
         slot = (function.node, init_inputs)
         if slot not in cache:
-            cache[slot] = _read_only_for_shape(assigned_names(function.node.body), function.node.body, init_inputs)
+            abstract = functools.partial(self.facts.is_abstract_trace, scope=function.scope)
+            cache[slot] = _read_only_for_shape(assigned_names(function.node.body), function.node.body, init_inputs, abstract)
         return cache[slot]
 
     def _lambda_draws(self, function: cst.Lambda) -> list[tuple[str, str, cst.Call]]:
@@ -855,16 +856,22 @@ def _held_by(facts: ModuleFacts, class_scope: Scope, depth: int = 0) -> tuple[se
 _SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
 
 
-def _read_only_for_shape(names: set[str], body: cst.CSTNode, init_inputs: bool = False) -> set[str]:
+def _read_only_for_shape(names: set[str], body: cst.CSTNode, init_inputs: bool = False, abstract=None) -> set[str]:
     """Those of `names` that `body` reads at least once, and only as `name.shape`, `.dtype`,
     `.ndim` or `.size`, or (`init_inputs`, for numbers drawn at random) as the example input
     of a model's `init` (`net.init(key, x)` runs the model on `x` only to learn its shapes:
-    the parameters come from the key, and the output is thrown away). One walk for all."""
+    the parameters come from the key, and the output is thrown away), or in the arguments of
+    a call that `abstract` says is an abstract evaluation (`jax.eval_shape(f, state.params)`).
+    One walk for all."""
     shape: set[str] = set()
     other: set[str] = set()
 
     class _Reads(Visitor):
         def visit_Call(self, node: cst.Call) -> bool:
+            if abstract is not None and abstract(node):
+                shape.update(n.value for arg in node.args for n in descendants(arg) if isinstance(n, cst.Name) and n.value in names)
+                walk(node.func, self)
+                return False
             if not (init_inputs and isinstance(node.func, cst.Attribute) and node.func.attr.value == "init"):
                 return True
             for arg in node.args[1:]:
@@ -1322,8 +1329,9 @@ class KeyReuse(_KeyRule):
         a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`).
         A draw whose numbers are never used is paired with nothing either: a template read
         only for its `.shape`/`.dtype`, or a dummy input given to a model's `init`
-        (`net.init(key, normal(key, (1, n)))`: init runs the model on it only to learn shapes),
-        also with a batch axis added (`space.sample(key)[None]`, `tree_map(lambda x: x[None], ...)`).
+        (`net.init(key, normal(key, (1, n)))`: init runs the model on it only to learn shapes;
+        also with a batch axis added, `space.sample(key)[None]`), or a value read only by an
+        abstract evaluation (`jax.eval_shape(f, state.params)`).
         In a notebook, draws are paired within a cell: a seed drawn from again in a later cell
         is shared by two experiments on purpose (a key used after a split is still JG602).
     """
