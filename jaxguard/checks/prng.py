@@ -117,11 +117,12 @@ class _Terminated(Exception):
 class KeyFlow:
     def __init__(
         self, facts: ModuleFacts, scope: Scope, body, loop_body_of: str | None = None, key_param: str | None = None,
-        given: frozenset[str] = frozenset(),
+        given: frozenset = frozenset(),
     ) -> None:
         """`key_param`: analyse the body for whether it consumes that parameter, which a
-        caller passes a key to (see `consumes_param`); `given`: parameters the caller passes
-        a value for, so that `if p is None:` is taken as false."""
+        caller passes a key to (see `consumes_param`); `given`: the values the caller passes
+        for parameters the body tests, so that `if p is None:` is taken as false and `if
+        split == "train":` is worked out for a literal (see `_given_params`)."""
         self.facts = facts
         self.scope = scope
         self.given = given
@@ -1090,11 +1091,13 @@ def consumes_param(facts: ModuleFacts, info, param: str) -> bool:
     return param_use(facts, info, param) is not None
 
 
-def param_use(facts: ModuleFacts, info, param: str, given: frozenset[str] = frozenset()) -> str | None:
+def param_use(facts: ModuleFacts, info, param: str, given: frozenset = frozenset()) -> str | None:
     """How the module-local function `info` uses the key its caller passes as `param`: None
     (never, or only after a new value), DRAWN or MAYBE (see `KeyFlow.param_use`).
-    `given`: parameters the caller passes a value for. A draw only under `if p is None:` is
-    then not proven (the value may or may not be None): MAYBE. Computed once per
+    `given`: the values the caller passes for parameters the body tests (`_given_params`).
+    A draw only under `if p is None:` is then not proven (the value may or may not be
+    None): MAYBE; a draw only under `if split == "train":` when the caller passes "val" is
+    none. Computed once per
     (function, parameter, given) by running the key flow on its body."""
     cache = facts.derived.setdefault("key-params", {})
     slot = (info.node, param, given)
@@ -1105,44 +1108,95 @@ def param_use(facts: ModuleFacts, info, param: str, given: frozenset[str] = froz
         stored = any(a.startswith(param + ".") for a in _assigned_attributes(info.node.body))
         if not info.annotated_not_a_key(param) and not stored:
             use = KeyFlow(facts, info.scope, _block(info.node.body), key_param=param, given=given).param_use
-            if use is None and given and param_use(facts, info, param) is not None:
+            if use is None and any(value is _NOT_NONE for _, value in given) and param_use(facts, info, param) is not None:
                 use = MAYBE  # drawn only where a value the caller passes is None
             cache[slot] = use
     return cache[slot]  # type: ignore[return-value]
 
 
-def _given_params(facts: ModuleFacts, callee, call: cst.Call) -> frozenset[str]:
-    """The parameters of `callee` that `call` passes something other than a literal None
-    for (`prepared=assets`), among those its body tests against None."""
-    tested = _tested_against_none(facts, callee)
+# the value a caller passes for a parameter, when it is not a literal: known not to be None
+# only if it is not a literal None (`prepared=assets`)
+_NOT_NONE = "<not None>"
+
+
+def _given_params(facts: ModuleFacts, callee, call: cst.Call) -> frozenset[tuple[str, object]]:
+    """(parameter, value) for the parameters of `callee` its body tests (`p is None`,
+    `p == "train"`, `p in ("a", "b")`) that `call` passes: the literal passed (a string, a
+    number, True/False), or _NOT_NONE for any expression but a literal None."""
+    tested = _tested_params(facts, callee)
     if not tested:
         return frozenset()
-    return frozenset(
-        param for arg in call.args
-        if (param := _receiving_param(facts, callee, call, arg)) in tested
-        and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")
-    )
+    given = set()
+    for arg in call.args:
+        param = _receiving_param(facts, callee, call, arg)
+        if param not in tested or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+            continue
+        literal = _literal(arg.value)
+        given.add((param, _NOT_NONE if literal is _NOT_LITERAL else literal))
+    return frozenset(given)
 
 
-def _tested_against_none(facts: ModuleFacts, info) -> set[str]:
-    """Parameters of `info` its body tests with `p is None` / `p is not None`; once per function."""
-    cache = facts.derived.setdefault("tested-against-none", {})
+def _tested_params(facts: ModuleFacts, info) -> set[str]:
+    """Parameters of `info` its body tests against None or compares with a literal
+    (`p == "train"`, `p in ["a", "b"]`); once per function."""
+    cache = facts.derived.setdefault("tested-params", {})
     if info.node not in cache:
         params = set(info.params)
-        cache[info.node] = {
-            name for node in descendants(info.node.body) if isinstance(node, cst.Comparison)
-            for name in (compared_with_none(node, cst.Is), compared_with_none(node, cst.IsNot)) if name in params
-        }
+        found = set()
+        for node in descendants(info.node.body):
+            if isinstance(node, cst.Comparison):
+                found.update((compared_with_none(node, cst.Is), compared_with_none(node, cst.IsNot)))
+                if _compared_with_literal(node) is not None:
+                    found.add(node.left.value)  # type: ignore[attr-defined]
+        cache[info.node] = found & params
     return cache[info.node]
 
 
-def _given_truth(test: cst.BaseExpression, given: frozenset[str]) -> bool | None:
-    """`p is None` (False) or `p is not None` (True) for a parameter `p` in `given`."""
-    if compared_with_none(test, cst.Is) in given:
+_NOT_LITERAL = object()
+
+
+def _literal(node: cst.BaseExpression) -> object:
+    """The value of a literal string, integer, True or False; _NOT_LITERAL otherwise."""
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    for read in (literal_str, literal_int):
+        value = read(node)
+        if value is not None:
+            return value
+    return _NOT_LITERAL
+
+
+def _compared_with_literal(test: cst.BaseExpression) -> tuple[str, type, list] | None:
+    """(name, operator, literal values) for `name == lit`, `name != lit`, `name in (lits)`,
+    `name not in [lits]`."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)):
+        return None
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(operator, (cst.Equal, cst.NotEqual)):
+        values = [_literal(right)]
+    elif isinstance(operator, (cst.In, cst.NotIn)) and isinstance(right, (cst.List, cst.Tuple, cst.Set)):
+        values = [_literal(element.value) for element in right.elements]
+    else:
+        return None
+    if not values or _NOT_LITERAL in values:
+        return None
+    return test.left.value, type(operator), values
+
+
+def _given_truth(test: cst.BaseExpression, given: frozenset[tuple[str, object]]) -> bool | None:
+    """The truth of a test of a parameter the caller passes (see `_given_params`): `p is
+    None` is False and `p is not None` True for any value; a comparison with literals is
+    worked out when the caller passed a literal."""
+    values = dict(given)
+    if compared_with_none(test, cst.Is) in values:
         return False
-    if compared_with_none(test, cst.IsNot) in given:
+    if compared_with_none(test, cst.IsNot) in values:
         return True
-    return None
+    compared = _compared_with_literal(test)
+    if compared is None or values.get(compared[0], _NOT_NONE) is _NOT_NONE:
+        return None
+    name, operator, literals = compared
+    return (values[name] in literals) == (operator in (cst.Equal, cst.In))
 
 
 def carried_slot_use(facts: ModuleFacts, info, carry: str, index: int) -> str | None:
@@ -1321,7 +1375,8 @@ class KeyReuse(_KeyRule):
         carry of a `lax.scan`/`fori_loop`/`while_loop` whose body (of the module) passes it
         through untouched or drops it (`state, _ = carry`). A callee of the module that draws
         from the key only under `if p is None:`, given a value for `p`, may or may not draw:
-        never paired with another use. A key given
+        never paired with another use; one that draws only under `if split == "train":`,
+        given "val", does not draw. A key given
         to a Haiku `apply` (in a module that imports Haiku; `hk.transform(f)[1]` too; any
         `.apply(params, key, ...)`, Haiku's signature) is drawn from only if the model has
         stochastic layers, which the linter cannot see: it is never paired with another use, though the same key
