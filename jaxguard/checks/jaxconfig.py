@@ -281,6 +281,12 @@ def module_x64_aware(ctx) -> bool:
     return aware
 
 
+def _tells_to_enable_x64(text: str) -> bool:
+    """A comment or docstring that names the x64 flag (`jax_enable_x64`, `JAX_ENABLE_X64`,
+    `jax.experimental.enable_x64`): the module documents that it needs x64 on."""
+    return "enable_x64" in text.lower()
+
+
 def _scan_x64(ctx) -> bool:
     facts = ctx.facts
     found = [False]
@@ -310,8 +316,10 @@ def _scan_x64(ctx) -> bool:
             elif isinstance(node, cst.Comparison) and _probes_x64(ctx, node, current):
                 found[0] = True
             elif isinstance(node, cst.SimpleString):
-                if literal_str(node) in ("JAX_ENABLE_X64",):
+                if literal_str(node) in ("JAX_ENABLE_X64",) or (node.quote in ('"""', "'''") and _tells_to_enable_x64(node.value)):
                     found[0] = True
+            elif isinstance(node, cst.Comment) and _tells_to_enable_x64(node.value):
+                found[0] = True  # "# Enable the jax flag jax_enable_x64 for this to work": the reader is told
             elif isinstance(node, cst.Attribute) and node.attr.value in X64_AWARE_NAMES:
                 qualified = facts.qualname(node.value, current) or ""
                 if not qualified.startswith("jax.config.config"):
@@ -509,7 +517,9 @@ class X64DtypeWithoutX64(Rule):
         in a module that never enables x64. x64 counts as enabled by `jax.config.update(
         "jax_enable_x64", ...)`, the `JAX_ENABLE_X64` environment variable set in the module,
         `jax.enable_x64(...)` contexts, code that reads the flag or checks it (`jnp.zeros(1,
-        jnp.float64).dtype == jnp.float64`), and `x64 = true` in config;
+        jnp.float64).dtype == jnp.float64`), a comment or docstring that names the flag
+        (`# Enable jax_enable_x64 for this to work`: the reader is told), and `x64 = true` in
+        config;
         and when importing the module enables it: its package's `__init__` or a project module
         it imports (directly or through others) turns x64 on at import, or refuses to import
         (or warns) without it; an entry point that enables x64 and then imports the module;
@@ -560,6 +570,11 @@ class X64DtypeWithoutX64(Rule):
         # a request made to see whether JAX keeps it: the check of the x64 flag
         "import jax.numpy as jnp\ndef double_enabled():\n    return jnp.zeros(1, jnp.float64).dtype == jnp.float64\n"
         "def grid(n):\n    return jnp.zeros((n, n), jnp.float64)\n",
+        # the requirement documented where the dtype is chosen (distributed Shampoo)
+        "import jax.numpy as jnp\n# Enable the jax flag jax_enable_x64 for this to work, otherwise it is float32.\n"
+        "ROOT_DTYPE = jnp.float64\ndef root(m):\n    return m.astype(ROOT_DTYPE)\n",
+        '"""Assumes double precision: call jax.config.update("jax_enable_x64", True) first."""\n'
+        "import jax.numpy as jnp\nweights = jnp.array([1.0, 2.0], dtype=jnp.float64)\n",
     )
 
     def __init__(self, ctx) -> None:
