@@ -757,3 +757,56 @@ def test_item_assignment_on_a_project_class_that_defines_setitem_is_its_own(tmp_
     assert ("pkg/step.py", "JG301") not in found(tmp_path)
     (tmp_path / "pkg/dd.py").write_text("class DoubleDouble:\n    def __init__(self, hi):\n        self.hi = hi\n")
     assert ("pkg/step.py", "JG301") in found(tmp_path)
+
+
+def boundary_package(tmp_path: Path, after_tracing: str = "") -> Path:
+    # jax-lab: a simulation's constructor asks each boundary condition to build its masks,
+    # which configures it; a jitted method of the condition (static `self`) reads the result
+    return make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/boundary.py": """
+            from functools import partial
+            import jax
+
+            class Boundary:
+                def __init__(self, indices):
+                    self.indices = indices
+
+                def create_masks(self, grid):
+                    self.configure(grid)
+
+                def configure(self, grid):
+                    self.indices = [i for i in self.indices if i < grid]
+
+                @partial(jax.jit, static_argnums=(0,))
+                def apply(self, f):
+                    return f[self.indices]
+        """,
+        "pkg/simulation.py": f"""
+            class Simulation:
+                def __init__(self, boundaries, grid):
+                    self.boundaries = boundaries
+                    self._create_boundary_data(grid)
+
+                def _create_boundary_data(self, grid):
+                    for bc in self.boundaries:
+                        bc.create_masks(grid)
+
+                def step(self, f, grid):
+                    for bc in self.boundaries:
+                        f = bc.apply(f)
+                    {after_tracing}
+                    return f
+        """,
+    })
+
+
+def test_an_attribute_set_only_while_objects_are_built_is_not_stale(tmp_path):
+    # every call of `create_masks` in the project is made by a constructor, or by a method
+    # only a constructor calls: what it assigns is fixed before any trace
+    assert ("pkg/boundary.py", "JG102") not in found(boundary_package(tmp_path))
+
+
+def test_an_attribute_set_again_after_tracing_is_stale(tmp_path):
+    root = boundary_package(tmp_path, after_tracing="bc.configure(grid)")
+    assert ("pkg/boundary.py", "JG102") in found(root)

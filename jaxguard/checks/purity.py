@@ -22,6 +22,7 @@ from jaxguard.lint.facts import (
     unset_attribute_tested,
 )
 from jaxguard.lint.jaxapi import TREE_MAPS
+from jaxguard.lint.project import CONSTRUCTORS
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.traced import CONCRETE_ATTRS, CONCRETE_CALLS, NONE, TracedFlow
 from jaxguard.lint.walk import Visitor, walk
@@ -466,8 +467,10 @@ class TracedReadsMutableGlobal(Rule):
         `jax.eval_shape` or `jax.make_jaxpr` trace (they cache nothing), or a container whose
         items the function only writes (`stats["calls"] += 1`: JG104). Also flags `self.attr`
         read in a method jitted with `self`
-        static when `attr` is reassigned after construction and the class has no `__hash__`,
-        unless every reassignment rebuilds it from the object's fixed attributes and constants
+        static when `attr` is reassigned after construction and the class has no `__hash__`
+        (a method that the project calls only from constructors, or from methods only
+        constructors call, as a simulation's `__init__` configures its boundary conditions,
+        runs during construction), unless every reassignment rebuilds it from the object's fixed attributes and constants
         (`self.tx = optax.adam(self.cfg.lr)` in `init`): an equal value each time; a count the
         method only updates (`self.n_updates += 1`, JG104's concern) is not a read.
     """
@@ -739,8 +742,6 @@ def _stored_here(facts: ModuleFacts, function: FunctionInfo, receiver: str) -> s
     return cache[function.node]
 
 
-# Methods that run while an object is being built, before any jitted method can be called.
-_CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "setup"})
 
 
 def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
@@ -793,20 +794,30 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
 
 def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
     """The constructors, and methods used only by them (`self._precompute()` in `__init__`,
-    referred to nowhere else in the module): what they assign is set while building."""
-    building = set(_CONSTRUCTORS) & set(class_scope.defs)
+    referred to nowhere else in the module), then the methods the project index shows are
+    called only while objects are built (`bc.configure()` reached from another class's
+    `__init__`) and those used only by them: what they assign is set while building."""
+    building = set(CONSTRUCTORS) & set(class_scope.defs)
     inside = {name: _attribute_reads(class_scope.defs[name].node) for name in class_scope.defs}
     everywhere = _module_attribute_reads(facts)
-    grew = True
-    while grew:
-        grew = False
-        for name in class_scope.defs:
-            if name in building:
-                continue
-            from_builders = sum(inside[b].get(name, 0) for b in building)
-            if from_builders and from_builders == everywhere.get(name, 0):
-                building.add(name)
-                grew = True
+
+    def grow(allowed) -> None:
+        grew = True
+        while grew:
+            grew = False
+            for name in class_scope.defs:
+                from_builders = sum(inside[b].get(name, 0) for b in building)
+                if name not in building and from_builders and from_builders == everywhere.get(name, 0) and allowed(name):
+                    building.add(name)
+                    grew = True
+
+    grow(lambda name: True)
+    project = facts.project
+    if project is not None and project.construction_methods:
+        building.update(set(project.construction_methods) & set(class_scope.defs))
+        # what they call may also be called after construction from another module
+        called_later = set(project.called_after_construction)
+        grow(lambda name: name not in called_later)
     return building
 
 

@@ -70,6 +70,10 @@ class Callee(NamedTuple):
         return self.params[index] if index < len(self.params) else None
 
 
+# Methods that run while an object is being built, before any jitted method can be called.
+CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "setup"})
+
+
 @dataclass(frozen=True)
 class ProjectView:
     """What one file's check takes from its project (hashable: part of the cache key)."""
@@ -92,6 +96,11 @@ class ProjectView:
     settable_classes: tuple = ()
     # this module's functions that run with x64 on: every project caller of theirs does
     x64_functions: tuple = ()
+    # methods of this module's classes that every (non-test) project caller calls while an
+    # object is being built: in a constructor, or in a method only constructors call
+    construction_methods: tuple = ()
+    # methods of this module's classes that some project code calls after construction
+    called_after_construction: tuple = ()
     # another project module imports this one: it is a library module, and its
     # `if __name__ == "__main__":` block a self-test run by hand
     imported: bool = False
@@ -334,6 +343,48 @@ class ProjectIndex:
 
     def is_test_module(self, module: str) -> bool:
         return module in self.test_modules
+
+    @cached_property
+    def _construction_only(self) -> frozenset[str]:
+        return self._method_callers[0]
+
+    @cached_property
+    def _called_after_construction(self) -> frozenset[str]:
+        return self._method_callers[1]
+
+    @cached_property
+    def _method_callers(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Method names every call of which in the project's code (tests aside) is made by a
+        constructor, or by a method only constructors call (`LBMBase.__init__` ->
+        `_create_boundary_data` -> `bc.configure()`): what they assign is set while building.
+        Callers are known by name only: a caller of the same name as a constructor counts as one."""
+        callers: dict[str, set[str]] = {}
+        for module, summary in self.summaries.items():
+            if self.is_test_module(module):
+                continue
+            for name, info in summary["functions"].items():
+                caller = name.rsplit(".", 1)[-1]
+                for called in (*(t.rsplit(".", 1)[-1] for t in info["calls"]), *info["method_calls"]):
+                    callers.setdefault(called, set()).add(caller)
+            for called in (*(t.rsplit(".", 1)[-1] for t in summary["module_calls"]), *summary.get("module_method_calls", ())):
+                callers.setdefault(called, set()).add("<module>")
+        building = set(CONSTRUCTORS)
+        grew = True
+        while grew:
+            grew = False
+            for method, by in callers.items():
+                if method not in building and by <= building:
+                    building.add(method)
+                    grew = True
+        return frozenset(building - CONSTRUCTORS), frozenset(callers) - building
+
+    @staticmethod
+    def _methods_among(summary: dict, names: frozenset[str]) -> tuple[str, ...]:
+        """The names of the module's methods that are among `names`."""
+        return tuple(sorted({
+            name.rsplit(".", 1)[-1] for name, info in summary["functions"].items()
+            if info["method"] and name.rsplit(".", 1)[-1] in names
+        }))
 
     @cached_property
     def _imported_modules(self) -> set[str]:
@@ -609,6 +660,8 @@ class ProjectIndex:
             settable_classes=self._settable_classes,
             x64_functions=tuple(sorted(self._x64_functions.get(module, ()))),
             imported=module in self._imported_modules,
+            construction_methods=self._methods_among(summary, self._construction_only),
+            called_after_construction=self._methods_among(summary, self._called_after_construction),
         )
 
 

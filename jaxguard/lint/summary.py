@@ -56,7 +56,7 @@ _X64_VALUES = (True, 1, "1", "true", "True")
 def empty_summary() -> dict:
     return {
         "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "imports_submodules": False, "lazy_imports": [], "x64_on_demand": False, "marks": [], "functions": {}, "static_fields": {},
-        "fields": [], "aliases": {}, "unaliased": [], "module_calls": [],
+        "fields": [], "aliases": {}, "unaliased": [], "module_calls": [], "module_method_calls": [],
     }
 
 
@@ -235,6 +235,9 @@ class _Summariser:
         # what the module's own code calls when it runs (a script, a notebook's cells)
         summary["module_calls"] = sorted({
             target for node in module_code.own_calls if (target := self.qualify(node.func)) is not None
+        })
+        summary["module_method_calls"] = sorted({
+            node.func.attr for node in module_code.own_calls if isinstance(node.func, ast.Attribute)
         })
         return summary
 
