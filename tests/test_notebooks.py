@@ -267,6 +267,12 @@ def test_a_cell_indented_as_a_whole_runs_as_ipython_runs_it(tmp_path, monkeypatc
     assert "nb.ipynb:cell 2:3:4: JG301" in out
 
 
+def run_cells(tmp_path, capsys, cells):
+    """Write `cells` as nb.ipynb and check it: (exit code, output)."""
+    _notebook(tmp_path / "nb.ipynb", cells)
+    return run(capsys, "nb.ipynb")
+
+
 def test_a_global_goes_stale_in_a_notebook_only_if_the_function_runs_after_it_changed(tmp_path, monkeypatch, capsys):
     # cells run in order: a jitted function called, then its global rebound in a later cell,
     # is stale only if a later cell calls it again
@@ -276,11 +282,9 @@ def test_a_global_goes_stale_in_a_notebook_only_if_the_function_runs_after_it_ch
         ("code", "@jax.jit\ndef infer(q):\n    return frames * q\nout = infer(1.0)"),
         ("code", "frames = jnp.ones(3)"),
     ]
-    _notebook(tmp_path / "nb.ipynb", cells)
-    code, out = run(capsys, "nb.ipynb")
+    code, out = run_cells(tmp_path, capsys, cells)
     assert code == 0 and "JG102" not in out
-    _notebook(tmp_path / "nb.ipynb", [*cells, ("code", "again = infer(2.0)")])
-    code, out = run(capsys, "nb.ipynb")
+    code, out = run_cells(tmp_path, capsys, [*cells, ("code", "again = infer(2.0)")])
     assert "nb.ipynb:cell 2:3:12: JG102" in out
     # the same code as a module may be imported: a later caller gets the stale value
     (tmp_path / "mod.py").write_text("\n".join(source for _, source in cells) + "\n")
@@ -297,15 +301,12 @@ def test_a_key_is_paired_within_a_cell_and_after_a_split_across_cells(tmp_path, 
         ("markdown", "Another experiment, the same seed"),
         ("code", "y = jax.random.uniform(key, (3,))"),
     ]
-    _notebook(tmp_path / "nb.ipynb", cells)
-    code, out = run(capsys, "nb.ipynb")
+    code, out = run_cells(tmp_path, capsys, cells)
     assert code == 0 and "JG60" not in out
-    _notebook(tmp_path / "nb.ipynb", [*cells[:2], ("code", "y = jax.random.uniform(key, (3,))\nz = jax.random.normal(key, (3,))")])
-    code, out = run(capsys, "nb.ipynb")
+    code, out = run_cells(tmp_path, capsys, [*cells[:2], ("code", "y = jax.random.uniform(key, (3,))\nz = jax.random.normal(key, (3,))")])
     assert [line.split(": ")[0:2] for line in out.splitlines() if "JG" in line] == [["nb.ipynb:cell 3:2:5", "JG601 PRNG key 'key' is used again"]]
-    _notebook(tmp_path / "nb.ipynb", [("code", "import jax\nkey = jax.random.PRNGKey(0)\nk1, k2 = jax.random.split(key)"),
-                                      ("code", "y = jax.random.uniform(key, (3,))")])
-    code, out = run(capsys, "nb.ipynb")
+    code, out = run_cells(tmp_path, capsys, [("code", "import jax\nkey = jax.random.PRNGKey(0)\nk1, k2 = jax.random.split(key)"),
+                                             ("code", "y = jax.random.uniform(key, (3,))")])
     assert "nb.ipynb:cell 2:1:5: JG602" in out
     # the same code as a module is one program: the second draw is reported
     (tmp_path / "mod.py").write_text("\n".join(source for kind, source in cells if kind == "code") + "\n")
