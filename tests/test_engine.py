@@ -394,3 +394,19 @@ def test_type_checking_blocks_are_not_checked():
     """
     assert codes(source) == []
     assert codes(source.replace("if TYPE_CHECKING:", "if x.size:")) == ["JG301"]
+
+
+def test_a_parameter_default_runs_where_the_def_is_not_in_the_trace():
+    # jaxtari: `def reset(self, key=PRNGKey(time.time_ns() % 2**32))` under jit; the default
+    # is evaluated once, when the `def` runs, like a decorator
+    source = """
+    import time
+    import jax
+
+    @jax.jit
+    def reset(x, seed=time.time_ns()):
+        return x + seed
+    """
+    assert "JG105" not in codes(source)
+    # the same call in the body runs at trace time
+    assert "JG105" in codes(source.replace("return x + seed", "return x + time.time_ns()"))

@@ -180,6 +180,7 @@ class _Runner:
                     self.leavers.setdefault(attr[6:], []).append(getattr(rule, attr))
         self.scope_types = {type(node) for node in ctx.facts.scopes}
         self.dead = ctx.facts.dead_code  # code a literal or constant flag rules out is not checked
+        self.outside: set[cst.CSTNode] = set()  # parameter defaults: run where their `def` is
         # node type -> (child fields, opens a scope, is a statement, binds names, visit, leave)
         self.by_type: dict[type, tuple] = {}
 
@@ -200,12 +201,21 @@ class _Runner:
         fields, opens_scope, is_statement, binds, visitors, leavers = entry
         if self.dead and node in self.dead:
             return
+        if self.outside and node in self.outside:
+            return  # a parameter default, already run where its `def` is
         scope = ctx.facts.scopes.get(node) if opens_scope else None
         if scope is not None and type(node) is cst.FunctionDef and node.decorators:
             # decorators run where the `def` is, when it runs: not inside the function
             for decorator in node.decorators:
                 self.run(decorator)
             fields = tuple(name for name in fields if name != "decorators")
+        if scope is not None and type(node) is cst.FunctionDef:
+            # so do the defaults of its parameters: evaluated once, when the `def` runs
+            parameters = node.params
+            for param in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params):
+                if param.default is not None:
+                    self.run(param.default)
+                    self.outside.add(param.default)
         if scope is not None:
             ctx.scope_stack.append(scope)
             ctx.kinds.enter(scope)
