@@ -883,3 +883,41 @@ def test_calling_a_lambda_draws_from_the_key_it_closes_over():
         return draw(k1) + jax.random.uniform(k2)
     """
     assert not {"JG601", "JG602", "JG603"} & set(found(fresh))
+
+
+def test_a_memo_table_filled_at_trace_time_is_not_outer_state():
+    # dftax memoizes static bucket plans from inside a traced function; the function
+    # returns its lookups, so a cached call needs none of what was stored
+    source = """
+    import jax
+
+    PLANS = {}
+
+    def plan_for(shape):
+        hit = PLANS.get(shape)
+        if hit is not None:
+            return hit
+        PLANS[shape] = tuple(range(shape[0]))
+        return PLANS[shape]
+
+    @jax.jit
+    def f(x):
+        return x * len(plan_for(x.shape))
+    """
+    assert "JG104" not in found(source)
+    # a traced value stored in the table: it escapes the trace
+    leaked = """
+    import jax
+
+    LAST = {}
+
+    @jax.jit
+    def f(x):
+        if "x" in LAST:
+            return LAST["x"]
+        LAST["x"] = x * 2
+        return x
+    """
+    assert "JG104" in found(leaked)
+    # filled but never returned from: a table the trace writes once, not a memo
+    assert "JG104" in found(source.replace("return hit", "return shape").replace("return PLANS[shape]", "return shape"))

@@ -792,6 +792,29 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
     return found
 
 
+def _memo_table(function: cst.FunctionDef, table: str) -> bool:
+    """Does `function` return what it looks up in the container `table` (`return
+    table[key]`, `return table.get(key, d)`, or `hit = table.get(key)` ... `return hit`)?"""
+
+    def lookup(value) -> bool:
+        if isinstance(value, cst.Subscript):
+            return isinstance(value.value, cst.Name) and value.value.value == table
+        return (
+            isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "get"
+            and isinstance(value.func.value, cst.Name) and value.func.value.value == table
+        )
+
+    looked_up = {
+        target.target.value for node in descendants(function.body) if isinstance(node, cst.Assign) and lookup(node.value)
+        for target in node.targets if isinstance(target.target, cst.Name)
+    }
+    return any(
+        isinstance(node, cst.Return) and node.value is not None
+        and (lookup(node.value) or (isinstance(node.value, cst.Name) and node.value.value in looked_up))
+        for node in descendants(function.body)
+    )
+
+
 def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
     """The constructors, and methods used only by them (`self._precompute()` in `__init__`,
     referred to nowhere else in the module), then the methods the project index shows are
@@ -1154,7 +1177,9 @@ class TracedMutatesOuterContainer(Rule):
     message = "traced function mutates '{name}', a container it did not create: the change happens once, at trace time"
     what = """
         Flags `.append/.extend/.update/.pop/...` calls, item assignment and `del` on a
-        container that a traced function received or reads from outside.
+        container that a traced function received or reads from outside. Not a memo table
+        the function returns its lookups from (`hit = PLANS.get(key)` ... `return hit`),
+        filled with values not shown to be tracers: a cached call needs none of it.
 
         Off in test files unless selected by its code: tests fill a container from traced
         code on purpose (`calls["n"] += 1` to check there is no retrace). Judged in test files
@@ -1259,6 +1284,10 @@ class TracedMutatesOuterContainer(Rule):
         # a closure's dict filled from inside eval_shape, to harvest structure
         "import jax\ndef shapes(f, x):\n    seen = {}\n    def go(v):\n        seen['out'] = f(v)\n        return v\n"
         "    jax.eval_shape(go, x)\n    return seen\n",
+        # a memo of static plans, read back by the function that fills it (dftax)
+        "import jax\nPLANS = {}\ndef plan_for(shape):\n    hit = PLANS.get(shape)\n    if hit is not None:\n"
+        "        return hit\n    PLANS[shape] = tuple(range(shape[0]))\n    return PLANS[shape]\n"
+        "@jax.jit\ndef f(x):\n    return x * len(plan_for(x.shape))\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1340,6 +1369,10 @@ class TracedMutatesOuterContainer(Rule):
                 return
         if ctx.facts.only_unstaged(function) and not any(TracedFlow.of(ctx).origins(v, ctx) for v in values):
             return  # vmap or grad alone runs the body on every call: only a traced value leaks
+        if function is not None and _memo_table(function.node, name.value) and not any(TracedFlow.of(ctx).origins(v, ctx) for v in values):
+            # a memo the function returns its lookups from, filled with values that are no
+            # tracers: a cached call needs none of it (dftax's bucket plans, jactus's priorities)
+            return
         self.report(node, self.message.format(name=name.value))
 
 
