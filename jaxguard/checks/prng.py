@@ -43,7 +43,7 @@ from jaxguard.lint.jaxapi import (
     NOT_CONSUMING,
     TREE_MAPS,
 )
-from jaxguard.lint.notebook import is_cell_marker
+from jaxguard.lint.notebook import starts_cell
 from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.summary import DRAWS, IGNORES
 from jaxguard.lint.walk import Visitor, walk
@@ -175,7 +175,7 @@ class KeyFlow:
         preceding = None
         for statement in statements:
             self.preceding = preceding
-            self.cell = _cell_started(statement, self.cell) if self.facts.is_notebook else 0
+            self.cell = self.cell + starts_cell(statement) if self.facts.is_notebook else 0
             state = self._statement(statement, state)
             if state is None:
                 return None  # type: ignore[return-value]
@@ -763,14 +763,6 @@ class KeyFlow:
             elif self.loop_body_of and self.scope.lookup(base) is not self.scope and self.scope.lookup(base) is not None:
                 self.findings.append(Finding("JG603", use))
         state.consumed.setdefault(key, use)
-
-
-def _cell_started(statement, cell: int) -> int:
-    """The notebook cell a top-level statement is in: a new one where a cell marker precedes it."""
-    for line in getattr(statement, "leading_lines", ()):
-        if line.comment is not None and is_cell_marker(line.comment.value):
-            cell += 1
-    return cell
 
 
 def _block(block) -> list:

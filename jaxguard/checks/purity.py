@@ -470,8 +470,9 @@ class TracedReadsMutableGlobal(Rule):
         static when `attr` is reassigned after construction and the class has no `__hash__`
         (a method that the project calls only from constructors, or from methods only
         constructors call, as a simulation's `__init__` configures its boundary conditions,
-        runs during construction), unless every reassignment rebuilds it from the object's fixed attributes and constants
-        (`self.tx = optax.adam(self.cfg.lr)` in `init`): an equal value each time; a count the
+        runs during construction), unless every reassignment rebuilds it from the object's
+        fixed attributes and constants (`self.tx = optax.adam(self.cfg.lr)` in `init`): an
+        equal value each time; a count the
         method only updates (`self.n_updates += 1`, JG104's concern) is not a read.
     """
     why = """
@@ -740,8 +741,6 @@ def _stored_here(facts: ModuleFacts, function: FunctionInfo, receiver: str) -> s
     if function.node not in cache:
         cache[function.node] = set(attribute_stores(function.node, {receiver}, nested=False))
     return cache[function.node]
-
-
 
 
 def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
@@ -1367,11 +1366,12 @@ class TracedMutatesOuterContainer(Rule):
             # a container made by an enclosing traced function: still inside the same trace
             if name.value not in owner.params:
                 return
-        if ctx.facts.only_unstaged(function) and not any(TracedFlow.of(ctx).origins(v, ctx) for v in values):
-            return  # vmap or grad alone runs the body on every call: only a traced value leaks
-        if function is not None and _memo_table(function.node, name.value) and not any(TracedFlow.of(ctx).origins(v, ctx) for v in values):
-            # a memo the function returns its lookups from, filled with values that are no
-            # tracers: a cached call needs none of it (dftax's bucket plans, jactus's priorities)
+        if not any(TracedFlow.of(ctx).origins(v, ctx) for v in values) and (
+            ctx.facts.only_unstaged(function) or (function is not None and _memo_table(function.node, name.value))
+        ):
+            # vmap or grad alone runs the body on every call; a memo the function returns its
+            # lookups from needs none of what a cached call skips (dftax's bucket plans):
+            # only a traced value leaks
             return
         self.report(node, self.message.format(name=name.value))
 

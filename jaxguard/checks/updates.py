@@ -354,15 +354,13 @@ class DiscardedFunctionalUpdate(Rule):
 
 def _cell_last_expressions(module: cst.Module) -> set[cst.Expr]:
     """The bare expression ending each notebook cell (cells start with a marker comment)."""
-    from jaxguard.lint.notebook import is_cell_marker
+    from jaxguard.lint.notebook import starts_cell
 
     last: set[cst.Expr] = set()
     body = list(module.body)
     for index, statement in enumerate(body):
         following = body[index + 1] if index + 1 < len(body) else None
-        ends_cell = following is None or any(
-            line.comment is not None and is_cell_marker(line.comment.value) for line in following.leading_lines
-        )
+        ends_cell = following is None or starts_cell(following)
         if ends_cell and isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[-1], cst.Expr):
             last.add(statement.body[-1])
     return last

@@ -75,6 +75,11 @@ def is_cell_marker(comment: str) -> bool:
     return _MARKER_LINE.match(comment.strip()) is not None
 
 
+def starts_cell(statement) -> bool:
+    """A top-level statement of the joined module that a cell marker precedes."""
+    return any(line.comment is not None and is_cell_marker(line.comment.value) for line in getattr(statement, "leading_lines", ()))
+
+
 def _source_text(cell: dict) -> str:
     source = cell.get("source", "")
     if isinstance(source, list):

@@ -345,19 +345,12 @@ class ProjectIndex:
         return module in self.test_modules
 
     @cached_property
-    def _construction_only(self) -> frozenset[str]:
-        return self._method_callers[0]
-
-    @cached_property
-    def _called_after_construction(self) -> frozenset[str]:
-        return self._method_callers[1]
-
-    @cached_property
     def _method_callers(self) -> tuple[frozenset[str], frozenset[str]]:
-        """Method names every call of which in the project's code (tests aside) is made by a
-        constructor, or by a method only constructors call (`LBMBase.__init__` ->
-        `_create_boundary_data` -> `bc.configure()`): what they assign is set while building.
-        Callers are known by name only: a caller of the same name as a constructor counts as one."""
+        """(method names every call of which in the project's code, tests aside, is made by a
+        constructor or by a method only constructors call: `LBMBase.__init__` ->
+        `_create_boundary_data` -> `bc.configure()`, what they assign is set while building;
+        the names some other code calls). Callers are known by name only: a caller of the
+        same name as a constructor counts as one."""
         callers: dict[str, set[str]] = {}
         for module, summary in self.summaries.items():
             if self.is_test_module(module):
@@ -646,6 +639,7 @@ class ProjectIndex:
                     bool(callee.get("array")), handed_back,
                 ))
         source = self.x64_source(module)
+        building, called_later = self._method_callers
         return ProjectView(
             module=module,
             package=package,
@@ -660,8 +654,8 @@ class ProjectIndex:
             settable_classes=self._settable_classes,
             x64_functions=tuple(sorted(self._x64_functions.get(module, ()))),
             imported=module in self._imported_modules,
-            construction_methods=self._methods_among(summary, self._construction_only),
-            called_after_construction=self._methods_among(summary, self._called_after_construction),
+            construction_methods=self._methods_among(summary, building),
+            called_after_construction=self._methods_among(summary, called_later),
         )
 
 
