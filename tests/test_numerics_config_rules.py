@@ -421,9 +421,10 @@ def test_x64_setting_in_config_silences_jg903():
 @pytest.mark.parametrize(
     "source",
     [
-        "import jax.numpy as jnp\ny = jnp.arange(4).astype('int64')\n",
         "import jax.numpy as jnp\nfrom jax import random\nk = random.key(0)\nz = random.normal(k, (3,), jnp.complex128)\n",
-        "import optax\nimport jax.numpy as jnp\ndef init(params):\n    return jnp.zeros([], dtype=jnp.int64)\n",
+        # 64-bit integers with a value beyond int32's range, or the author's word that they overflow
+        "import jax.numpy as jnp\ny = jnp.arange(4).astype('int64') * 10_000_000_000\n",
+        "import jax.numpy as jnp\ndef ids(x):\n    return jnp.asarray(x, jnp.int64)  # int32 would overflow\n",
     ],
 )
 def test_x64_dtype_flagged(source):
@@ -437,6 +438,9 @@ def test_x64_dtype_flagged(source):
         "import jax\nimport jax.numpy as jnp\nfrom jax import dtypes\ndef f(x):\n"
         "    if dtypes.canonicalize_dtype(jnp.float64) == jnp.float64 and jax.config.x64_enabled:\n        return x\n",
         "import numpy as np\nimport jax.numpy as jnp\nref = np.asarray(jnp.ones(3), dtype=np.float64)\n",
+        # 64-bit integers that int32 holds as well: an index cast, a step counter
+        "import jax.numpy as jnp\ny = jnp.arange(4).astype('int64')\n",
+        "import optax\nimport jax.numpy as jnp\ndef init(params):\n    return jnp.zeros([], dtype=jnp.int64)\n",
     ],
 )
 def test_x64_dtype_silent(source):
