@@ -286,10 +286,34 @@ def test_a_global_goes_stale_in_a_notebook_only_if_the_function_runs_after_it_ch
     assert code == 0 and "JG102" not in out
     code, out = run_cells(tmp_path, capsys, [*cells, ("code", "again = infer(2.0)")])
     assert "nb.ipynb:cell 2:3:12: JG102" in out
-    # the same code as a module may be imported: a later caller gets the stale value
+    # the same code as a script (outside any package, imported by no module) is a whole
+    # program too; as a module another one imports, a later caller gets the stale value
     (tmp_path / "mod.py").write_text("\n".join(source for _, source in cells) + "\n")
     code, out = run(capsys, "mod.py")
-    assert "JG102" in out
+    assert "JG102" not in out
+    (tmp_path / "use.py").write_text("import mod\n")
+    code, out = run(capsys, "mod.py", "use.py")
+    assert "mod.py:6:12: JG102" in out
+
+
+def test_a_later_cell_runs_the_function_only_through_code_that_reaches_it(tmp_path, monkeypatch, capsys):
+    # after the rebinding, later cells call a library object's methods and a list's: neither
+    # can run the notebook's function; an object of a notebook class whose method calls it
+    # can, and so can a library object handed the function
+    monkeypatch.chdir(tmp_path)
+    cells = [
+        ("code", "import jax\nimport optax\nscale = 1.0\nopt = optax.sgd(0.1)\nlosses = []"),
+        ("code", "@jax.jit\ndef step(x):\n    return x * scale\ny = step(1.0)"),
+        ("code", "scale = 2.0\nstate = opt.init(y)\nlosses.append(y)"),
+    ]
+    code, out = run_cells(tmp_path, capsys, cells)
+    assert code == 0 and "JG102" not in out
+    runner = ("code", "class Runner:\n    def go(self):\n        return step(3.0)\nr = Runner()\nr.go()")
+    code, out = run_cells(tmp_path, capsys, [*cells, runner])
+    assert "nb.ipynb:cell 2:3:16: JG102" in out
+    handed = ("code", "loop = optax.inject_hyperparams(step)\nloop.init(y)")
+    code, out = run_cells(tmp_path, capsys, [*cells, handed])
+    assert "nb.ipynb:cell 2:3:16: JG102" in out
 
 
 def test_a_key_is_paired_within_a_cell_and_after_a_split_across_cells(tmp_path, monkeypatch, capsys):

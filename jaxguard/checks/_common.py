@@ -11,7 +11,7 @@ import contextlib
 import libcst as cst
 
 from jaxguard.lint.facts import FunctionInfo, Scope, all_params, literal_str
-from jaxguard.lint.walk import Visitor, walk
+from jaxguard.lint.walk import Visitor, descendants, walk  # noqa: F401 - descendants is read from here too
 
 
 def number(node: cst.BaseExpression | None) -> float | None:
@@ -68,19 +68,6 @@ def is_true_literal(node: cst.BaseExpression) -> bool:
         return node.value != "0"
     text = literal_str(node)
     return text is not None and text.strip().lower() in ("1", "true", "yes", "on")
-
-
-def descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """`node` and every node below it, in source order."""
-    found: list[cst.CSTNode] = []
-
-    class _Collect(Visitor):
-        def on_visit(self, child: cst.CSTNode) -> bool:
-            found.append(child)
-            return True
-
-    walk(node, _Collect())
-    return found
 
 
 def names_in(node: cst.CSTNode) -> set[str]:

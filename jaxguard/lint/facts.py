@@ -33,7 +33,7 @@ from jaxguard.lint.jaxapi import (  # noqa: F401 - the tables are read from here
     is_host_callback,
     names_abstract_trace,
 )
-from jaxguard.lint.walk import Visitor, walk
+from jaxguard.lint.walk import Visitor, descendants, walk
 
 # The comment that starts each code cell of a notebook in the module jaxguard lints for it
 # (jaxguard.lint.notebook joins the cells under these markers).
@@ -951,6 +951,14 @@ class ModuleFacts:
         return bool(header) and header[0].comment is not None and header[0].comment.value == CELL_MARKER.format(0)
 
     @functools.cached_property
+    def is_program(self) -> bool:
+        """The module is a whole program, its module-level code run once, in order: a notebook,
+        or a script (outside any package, and no project module imports it: `train.py`,
+        `docs/tutorial.py`). A library module's functions are called again after import."""
+        project = self.project
+        return self.is_notebook or (project is not None and not project.package and not project.imported)
+
+    @functools.cached_property
     def item_store_roots(self) -> set[cst.Name]:
         """Names whose items are written (`stats["hits"] += 1`, `table[k] = v`, `del cache[k]`):
         the container is changed in place, its value is not read into a computation."""
@@ -1092,9 +1100,9 @@ class ModuleFacts:
         if name in self.globals_assigned_in_functions:
             return False
         bindings = self.module_bindings.get(name, [0])
-        # a notebook is the whole program: the function sees a stale value only if it runs
-        # again after the value changed (cells run in order; a loop may run again)
-        notebook = self.is_notebook and all(at < info.order for at in self.loop_bindings.get(name, ()))
+        # a notebook or a script is the whole program: the function sees a stale value only if
+        # it runs again after the value changed (cells run in order; a loop may run again)
+        notebook = self.is_program and all(at < info.order for at in self.loop_bindings.get(name, ()))
         if not notebook and bindings[-1] < info.order:
             return True
         runs = [at for call, at in self.import_time_calls if at >= info.order and self._may_run_module_code(call, info)]
@@ -1119,10 +1127,21 @@ class ModuleFacts:
         if runs is not None:
             if any(self._reaches(target, info) for target in runs):
                 return True  # `get_field(model)` at import runs only what it calls
+        elif local and isinstance(call.func, cst.Name) and func.value in scope.classes and func.value not in scope.values:
+            if self._class_reaches(func.value, info):
+                return True  # building the object runs its constructor, which may run `info`
         elif local and (func.value in scope.values or func.value in scope.defs or func.value in scope.classes):
-            return True
+            method_of_object = isinstance(call.func, cst.Attribute) and func.value in scope.values
+            if not (method_of_object and self._object_runs_no_module_code(func.value, info)):
+                return True
         if (self.qualname(call.func, scope) or "") in _WRAPS_WITHOUT_CALLING:
             return False
+        return self._hands_module_function(call)
+
+    def _hands_module_function(self, call: cst.Call) -> bool:
+        """Is a function of the module among `call`'s arguments (a def, a class, a lambda, a
+        jitted name)? The callee may call it."""
+        scope = self.module_scope
         return any(
             isinstance(arg.value, cst.Name) and arg.value.value not in scope.imports and (
                 arg.value.value in scope.defs or arg.value.value in scope.classes
@@ -1130,6 +1149,45 @@ class ModuleFacts:
                 or (scope, arg.value.value) in self.jitted_names
             )
             for arg in call.args
+        )
+
+    def _object_runs_no_module_code(self, name: str, info: FunctionInfo, seen: frozenset[str] = frozenset()) -> bool:
+        """Module-level `name` is an object whose methods cannot run `info`: every binding is a
+        literal or a container of them (`losses = []`), or is made by a call, handed no function
+        of the module, of an imported callable (a library's object: `opt = optax.adam(1e-3)`),
+        of a module class none of whose methods reaches `info`, or of such an object's method
+        (`opt = lopt.opt_fn(theta)`)."""
+        scope = self.module_scope
+        values = scope.values.get(name, ())
+        if not values or name in seen:
+            return False
+        for value in values:
+            if isinstance(value, (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.BaseString, cst.Integer, cst.Float)):
+                if any(isinstance(node, cst.Lambda) or (isinstance(node, cst.Name) and node.value in scope.defs) for node in descendants(value)):
+                    return False  # a table of the module's functions: calling through it runs them
+                continue
+            if not isinstance(value, cst.Call) or self._hands_module_function(value):
+                return False
+            root = value.func
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            if not isinstance(root, cst.Name):
+                return False
+            if root.value in scope.imports:
+                continue
+            if isinstance(value.func, cst.Name) and root.value in scope.classes and not self._class_reaches(root.value, info):
+                continue
+            if isinstance(value.func, cst.Attribute) and self._object_runs_no_module_code(root.value, info, seen | {name}):
+                continue
+            return False
+        return True
+
+    def _class_reaches(self, class_name: str, target: FunctionInfo) -> bool:
+        """Can a method of module class `class_name` run `target`?"""
+        node = self.module_scope.classes[class_name]
+        return any(
+            method.parent.node is node and self._reaches(method, target)
+            for method in self.functions.values()
         )
 
     def _module_functions_named(self, name: str) -> list[FunctionInfo] | None:

@@ -133,3 +133,16 @@ class Visitor(cst.CSTVisitor):
         method = _method(type(self), "leave_", type(original_node))
         if method is not None:
             method(self, original_node)
+
+
+def descendants(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node` and every node below it, in source order."""
+    found: list[cst.CSTNode] = []
+
+    class _Collect(Visitor):
+        def on_visit(self, child: cst.CSTNode) -> bool:
+            found.append(child)
+            return True
+
+    walk(node, _Collect())
+    return found
