@@ -256,6 +256,25 @@ def test_a_module_that_only_adapts_to_x64_does_not_count(tmp_path):
     assert ("pkg/user.py", "JG903") in found(root, "pkg")
 
 
+def test_a_module_that_calls_a_project_x64_guard_is_aware(tmp_path):
+    # contrax: `require_x64("lyap")` raises without x64, and the module's solvers call it
+    guard = (
+        "import jax\ndef require_x64(name):\n    if not jax.config.jax_enable_x64:\n"
+        "        raise RuntimeError(name + ' needs jax_enable_x64')\n"
+        "def describe(name):\n    return name\n"
+    )
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/_precision.py": guard,
+        "pkg/solve.py": "from pkg._precision import require_x64\n" + X64_MODULE + "def lyap(n):\n    require_x64('lyap')\n    return f(n)\n",
+        # imports the guard's module but calls only another of its functions: not told
+        "pkg/other.py": "from pkg._precision import describe\n" + X64_MODULE + "def name():\n    return describe('f')\n",
+    })
+    reported = found(root, "pkg")
+    assert ("pkg/solve.py", "JG903") not in reported
+    assert ("pkg/other.py", "JG903") in reported
+
+
 @pytest.mark.parametrize("switch", [
     "def main():\n    import jax\n    jax.config.update('jax_enable_x64', True)\n",
     # the context manager a converter traces user code under

@@ -270,7 +270,8 @@ def x64_setting(ctx, node: cst.CSTNode) -> cst.BaseExpression | None:
 def module_x64_aware(ctx) -> bool:
     """x64 enabled somewhere in the module, or the module reads/handles the x64 flag, or
     importing it enables x64 (its package or a module it imports does: the project index)."""
-    if ctx.settings.x64 or (ctx.settings.project is not None and ctx.settings.project.x64):
+    project = ctx.settings.project
+    if ctx.settings.x64 or (project is not None and (project.x64 or project.x64_guards)):
         return True
     cached = ctx.facts.derived.get("jaxguard.x64_aware")
     if cached is not None:
@@ -548,7 +549,8 @@ class X64DtypeWithoutX64(Rule):
         config;
         and when importing the module enables it: its package's `__init__` or a project module
         it imports (directly or through others) turns x64 on at import, or refuses to import
-        (or warns) without it; an entry point that enables x64 and then imports the module;
+        (or warns) without it; a module that calls a project function that turns x64 on, or
+        refuses (or warns) to run without it (`require_x64("lyap")`); an entry point that enables x64 and then imports the module;
         a package `__init__` that imports all its submodules when one of them enables it;
         and in a function whose every project caller runs with x64 on (a helper called only
         from modules that enable it).

@@ -101,6 +101,9 @@ class ProjectView:
     construction_methods: tuple = ()
     # methods of this module's classes that some project code calls after construction
     called_after_construction: tuple = ()
+    # project functions of other modules this one calls that turn x64 on, or refuse (or warn)
+    # to run without it (`require_x64("care")`): the module's 64-bit requests are not silent
+    x64_guards: tuple = ()
     # another project module imports this one: it is a library module, and its
     # `if __name__ == "__main__":` block a self-test run by hand
     imported: bool = False
@@ -613,7 +616,7 @@ class ProjectIndex:
         rooted = places.get("roots", set())
         reached = tuple(sorted((name, self.traced[(module, name)]) for name in own - rooted))
         differentiated = tuple(sorted(places.get("differentiated", ())))
-        callees = []
+        callees, guards = [], []
         seen = set()
         methods = set()
         called = [info["calls"] for info in summary["functions"].values()] + [summary.get("module_calls", [])]
@@ -628,6 +631,8 @@ class ProjectIndex:
                 if target is None or target[0] == module:
                     continue
                 callee = self._function(target)
+                if callee.get("x64_guard"):
+                    guards.append(name)
                 verdicts = tuple((p, self.key_verdict(target, p)) for p in callee["params"])
                 bound = callee["classmethod"] or (target[1].endswith(".__init__") and not name.endswith(".__init__"))
                 handed_back = tuple(sorted({
@@ -654,6 +659,7 @@ class ProjectIndex:
             settable_classes=self._settable_classes,
             x64_functions=tuple(sorted(self._x64_functions.get(module, ()))),
             imported=module in self._imported_modules,
+            x64_guards=tuple(sorted(guards)),
             construction_methods=self._methods_among(summary, building),
             called_after_construction=self._methods_among(summary, called_later),
         )

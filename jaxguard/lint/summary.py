@@ -35,7 +35,7 @@ from jaxguard.lint.jaxapi import (
     names_abstract_trace,
 )
 
-VERSION = 7  # of the summary format (part of its cache key)
+VERSION = 8  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code).
@@ -452,6 +452,9 @@ class _Summariser:
             "static": _StaticResult(self, node, flat, local, cls, self_name, assigned).result(),
             "array": _ArrayResult(self, params, flat, local, cls, self_name, assigned).result(),
             "returns": _returned_params(flat, params),
+            # it turns x64 on, or refuses (or warns) to run without it: its callers' 64-bit
+            # requests are not silently 32-bit
+            "x64_guard": any(self._enables_x64(n) for n in [*flat.calls, *flat.assignments]) or any(_checks_x64(n) for n in flat.nodes),
         }
         loads: dict[str, list[ast.Name]] = {}
         for inner in flat.names:
