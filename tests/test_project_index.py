@@ -484,6 +484,31 @@ def test_editing_one_module_changes_what_another_reports_with_the_cache_on(tmp_p
     assert (tmp_path / "cache" / "index").is_dir()
 
 
+def test_a_key_handed_through_a_gradient_to_a_haiku_apply_in_another_module_is_a_maybe_draw(tmp_path):
+    # learned_optimization's `common.update`: `jax.value_and_grad(loss)(params, key, batch)`,
+    # and `loss` hands the key to `net.apply(params, key, x)`, which draws only if the model
+    # has stochastic layers; the same flow in one module is never paired with another use
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/common.py": (
+            "import jax\nimport haiku as hk\n"
+            "def loss(params, key, batch):\n    return hk.transform(forward).apply(params, key, batch).sum()\n"
+            "def update(params, key, batch):\n    return jax.value_and_grad(loss)(params, key, batch)\n"
+            "def noisy(params, key, batch):\n    return jax.grad(lambda p: (p * jax.random.normal(key)).sum())(params)\n"
+            "def noisy_update(params, key, batch):\n    return jax.value_and_grad(noisy)(params, key, batch)\n"
+        ),
+        "pkg/train.py": (
+            "import jax\nfrom pkg import common\n"
+            "def run(net, key, batch):\n    params = net.init(key, batch)\n    return common.update(params, key, batch)\n"
+            "def run_noisy(net, key, batch):\n    params = net.init(key, batch)\n    return common.noisy_update(params, key, batch)\n"
+            "def seed():\n    return jax.random.PRNGKey(0)\n"
+        ),
+    })
+    lines = check(root, "pkg")
+    assert not any(path == "pkg/train.py" and line == 5 for path, line, _ in lines)
+    assert ("pkg/train.py", 8, "JG601") in lines
+
+
 def test_the_project_view_is_part_of_the_result_cache_key():
     from jaxguard.lint.cache import cache_key
     from jaxguard.lint.project import Callee, ProjectView

@@ -45,7 +45,7 @@ from jaxguard.lint.jaxapi import (
 )
 from jaxguard.lint.notebook import starts_cell
 from jaxguard.lint.registry import Rule, register
-from jaxguard.lint.summary import DRAWS, IGNORES
+from jaxguard.lint.summary import DRAWS, IGNORES, MAYBE
 from jaxguard.lint.walk import Visitor, walk
 
 KEY_SOURCES = KEY_MAKERS | {
@@ -55,7 +55,7 @@ KEY_SOURCES = KEY_MAKERS | {
 # How a function uses a key parameter (see `Use`): only as a maybe-draw (handed to a model's
 # apply), or as a draw (also one handed on to code that is not read: the function is read,
 # and it passes the key on to be used).
-MAYBE, DRAWN = "maybe", "drawn"
+DRAWN = "drawn"  # (MAYBE: the summary's, one meaning in the module and across the project)
 
 
 @dataclass
@@ -484,7 +484,7 @@ class KeyFlow:
             proven = callee is not None or verdict == DRAWS or _samples(call)
             maybe = (
                 (haiku_apply and arg.keyword is None and not inside) or id(node) in side_streams
-                or _apply_signature_key(call, node) or how == MAYBE or self._only_shape_used(call, drawn=_samples(call) and not call_tail(call.func).startswith("init"))
+                or _apply_signature_key(call, node) or how == MAYBE or verdict == MAYBE or self._only_shape_used(call, drawn=_samples(call) and not call_tail(call.func).startswith("init"))
             )
             self._consume(key, node, consumer, False, state, maybe, possible=not proven)
 

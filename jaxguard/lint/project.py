@@ -36,6 +36,8 @@ from jaxguard.lint.jaxapi import GRAD_TRANSFORMS
 from jaxguard.lint.summary import (
     DRAWS,
     IGNORES,
+    MAYBE,
+    MAYBE_PASS,
     UNKNOWN,
     VERSION,
     empty_summary,
@@ -138,7 +140,7 @@ class ProjectView:
         return self._callees.get(self.absolute(qualified))
 
     def key_verdict(self, qualified: str | None, param: str) -> str | None:
-        """DRAWS / IGNORES / UNKNOWN for a project function's parameter, None if not known."""
+        """DRAWS / IGNORES / UNKNOWN / MAYBE for a project function's parameter, None if not known."""
         entry = self.callee(qualified)
         if entry is None:
             return None
@@ -551,6 +553,9 @@ class ProjectIndex:
     def _passed_on(self, passes: list, depth: int) -> tuple[str, int]:
         verdicts, lowest = set(), depth
         for callee, where in passes:
+            if [callee, where] == MAYBE_PASS:
+                verdicts.add(MAYBE)
+                continue
             target = self.resolve(callee)
             if target is None:
                 return UNKNOWN, lowest
@@ -564,9 +569,10 @@ class ProjectIndex:
             verdict, leaned = self._key_verdict((*target, where))
             verdicts.add(verdict)
             lowest = min(lowest, leaned)
-        if DRAWS in verdicts:
-            return DRAWS, lowest
-        return (UNKNOWN if UNKNOWN in verdicts else IGNORES), lowest
+        for verdict in (DRAWS, UNKNOWN, MAYBE):
+            if verdict in verdicts:
+                return verdict, lowest
+        return IGNORES, lowest
 
     def returns_static(self, place: tuple[str, str]) -> bool:
         if place in self._static:

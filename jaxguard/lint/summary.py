@@ -35,11 +35,15 @@ from jaxguard.lint.jaxapi import (
     names_abstract_trace,
 )
 
-VERSION = 8  # of the summary format (part of its cache key)
+VERSION = 9  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
-# used in a way the summary cannot follow (stored, returned, given to unknown code).
-DRAWS, IGNORES, UNKNOWN = "draws", "ignores", "unknown"
+# used in a way the summary cannot follow (stored, returned, given to unknown code); or only
+# handed to a Haiku-style `apply(params, key, ...)`, which draws from it only if the model
+# has stochastic layers (MAYBE: never paired with another use, as in the module's own flow).
+DRAWS, IGNORES, UNKNOWN, MAYBE = "draws", "ignores", "unknown", "maybe"
+# the entry of a passed-on list that stands for such an `apply` beside the calls
+MAYBE_PASS = ["<apply>", None]
 
 # Calls whose result is a Python value whatever they are given.
 _STATIC_CALLS = frozenset(
@@ -482,6 +486,7 @@ class _KeyUses:
         self.all_loads, self.parents = all_loads, parents
         self.draws = False
         self.unknown = False
+        self.maybe = False
         self.passes: list[list] = []
         loads = sorted(all_loads.get(param, []), key=lambda n: (n.lineno, n.col_offset))
         if loads and self._rederived_first(loads[0], parents):
@@ -497,8 +502,8 @@ class _KeyUses:
         if self.unknown:
             return UNKNOWN
         if self.passes:
-            return self.passes
-        return IGNORES
+            return [*self.passes, MAYBE_PASS] if self.maybe else self.passes
+        return MAYBE if self.maybe else IGNORES
 
     def _results_unused(self, call: ast.Call) -> bool:
         """`sub, key = split(key)` and neither name is read again: a dead split draws nothing."""
@@ -557,6 +562,15 @@ class _KeyUses:
         tail = target.rsplit(".", 1)[-1] if target else (call.func.attr if isinstance(call.func, ast.Attribute) else "")
         if (target or "").startswith(KEY_NEUTRAL_PREFIXES) or KEY_LOOKING.match(tail):
             return
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "apply" and position == 1:
+            self.maybe = True  # `net.apply(params, key, x)`: Haiku's signature
+            return
+        if target is None and isinstance(call.func, ast.Call) and not any(isinstance(a, ast.Starred) for a in call.args):
+            # `jax.value_and_grad(loss)(params, key, batch)`: the transformed function gets the key
+            wrapped, bound, _ = self.s._bound_target(call.func, self.local, self.cls, self.self_name)
+            if wrapped is not None:
+                self.passes.append([wrapped, position + bound if keyword is None else keyword])
+                return
         if target is None or any(isinstance(a, ast.Starred) for a in call.args):
             self.unknown = True
             return
