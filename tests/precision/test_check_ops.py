@@ -309,6 +309,16 @@ def test_nan_and_overflow_are_failures():
     assert any(r.failed and r.primitive == "mul" for r in report.records)
 
 
+def test_16_bit_nans_and_overflow_are_judged_like_wider_ones():
+    # bf16 working values are compared through float32: NaN on both sides is no error,
+    # a bf16 overflow that float64 does not have is one.
+    x = jnp.asarray([-1.0, 2.0, 4.0], jnp.bfloat16)
+    both_nan = check_ops(lambda x: jnp.log(x) * 2.0, x)
+    assert both_nan.passed and all(r.tolerance_ratio < 1 for r in both_nan.records)
+    overflow = check_ops(lambda x: x * 1e38 * 10.0, jnp.ones(3, jnp.bfloat16)).first_failure
+    assert overflow.primitive == "mul" and overflow.tolerance_ratio == np.inf
+
+
 def test_infinite_errors_are_shown_as_inf():
     report = check_ops(lambda x: jnp.sqrt(x * 1e38 * 10.0), jnp.ones(3))
     overflow = report.first_failure
