@@ -9,8 +9,9 @@ Passing a key is not consuming it when the call only traces abstractly (`eval_sh
 consumes that parameter (it ignores it, or first re-derives it with `fold_in`): the same
 flow, run on the callee, says so. Bodies that only abstract evaluations trace draw nothing.
 A key given to a Haiku `apply` or a side stream of a Flax `init` may draw nothing (the
-model may have no stochastic layer): such a use is never paired with another. Only one
-arm of `a if c else b` runs.
+model may have no stochastic layer): such a use is never paired with another; nor is a key
+given to a project function of another module that only hands it to such an `apply` (the
+index's MAYBE). Only one arm of `a if c else b` runs.
 """
 
 from __future__ import annotations
@@ -1372,7 +1373,9 @@ class KeyReuse(_KeyRule):
         to a Haiku `apply` (in a module that imports Haiku; `hk.transform(f)[1]` too; any
         `.apply(params, key, ...)`, Haiku's signature) is drawn from only if the model has
         stochastic layers, which the linter cannot see: it is never paired with another use, though the same key
-        given to `apply` in every iteration of a loop is still JG603. Likewise a key given to
+        given to `apply` in every iteration of a loop is still JG603. A key given to a
+        function of another project module that only hands it to such an `apply` (through
+        `jax.value_and_grad(loss)(params, key, x)` too) is treated the same. Likewise a key given to
         a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`).
         A draw whose numbers are never used is paired with nothing either: a template read
         only for its `.shape`/`.dtype`, or a dummy input given to a model's `init`

@@ -455,9 +455,11 @@ class TracedReadsMutableGlobal(Rule):
         `T[3] = 1`, `T = jnp.asarray(T)`) has its final value whenever the function is traced,
         and is not flagged; nor is a name rebound after the `def` before anything run at import
         could call the function (a module function called at import, or a name bound to a
-        jit or partial of one, counts only if the function is among those it calls); in a
-        notebook (the whole program, its cells run in order), a name rebound only where no
-        later cell runs the function again; a name bound again to the same expression of
+        jit or partial of one, counts only if the function is among those it calls; a method
+        of an object a library made, or of a module class none of whose methods reach the
+        function, does not run it); in a notebook or a script (the whole program, run once in
+        order: a file outside any package that no project module imports), a name rebound
+        only where nothing later runs the function again; a name bound again to the same expression of
         values that do not change (an equal value); a lazily made value (set under `if X is None:`, or after a
         guard that returns it once set: `if _tried: return _cache`, or set beside the guarded
         name in the block that sets it) that nothing else resets,
