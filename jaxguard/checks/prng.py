@@ -1314,12 +1314,13 @@ def _calls_in_evaluation_order(node: cst.CSTNode) -> list[tuple[cst.Call | cst.I
 def key_flow(facts: ModuleFacts, source: str) -> list[Finding]:
     """Every PRNG finding of the module, computed once and shared by JG601-JG603.
 
-    Every key comes from `jax.random` (made, split, or a parameter used as one), so a body
-    that calls nothing in `jax.random` has no key to track and is skipped.
+    Every key comes from `jax.random` (made, split, or a parameter used as one, drawn from
+    by `jax.random` or by a project function), so a body that calls neither has no key to
+    track and is skipped.
     """
     if "prng" not in facts.derived:
         findings: list[Finding] = []
-        if "random" in source:
+        if "random" in source or (facts.project is not None and facts.project.callees):
             findings += KeyFlow(facts, facts.module_scope, facts.module.body).findings
             for info in facts.functions.values():
                 if isinstance(info.node, cst.Lambda) or info.abstract_only:
