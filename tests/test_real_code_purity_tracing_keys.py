@@ -109,6 +109,32 @@ def test_seed_in_the_iterable_of_a_for_is_made_once():
     assert [d.line for d in lint(source) if d.code == "JG604"] == [7]
 
 
+def test_a_random_function_inside_vmap_or_jit_means_the_same_for_the_key():
+    # kups' key chain: `jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i)` derives new
+    # keys each iteration, as fold_in does; a vmapped sampler still draws from the same keys
+    source = """
+    import jax
+
+    def chain(rng):
+        keys = jax.random.split(rng, 4)
+
+        @jax.jit
+        def fold_keys(keys, i):
+            return jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, i)
+
+        for i in range(3):
+            yield fold_keys(keys, i)
+
+    def noise(rng):
+        keys = jax.random.split(rng, 4)
+        out = []
+        for i in range(3):
+            out.append(jax.vmap(jax.random.normal)(keys))
+        return out
+    """
+    assert [(d.code, d.line) for d in lint(source) if d.code.startswith("JG60")] == [("JG603", 17)]
+
+
 # 3. JG102: a table built, then frozen, before the def ---------------------------------------
 
 

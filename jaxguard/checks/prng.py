@@ -411,6 +411,16 @@ class KeyFlow:
                 joined = _join(joined, branch)
             state.consumed, state.rebound = joined.consumed, joined.rebound
 
+    def _transformed_random(self, func: cst.BaseExpression) -> str | None:
+        """`jax.vmap(jax.random.fold_in, in_axes=(0, None))` called: the `jax.random` function
+        inside a vmap or jit, which takes the same arguments and means the same for the key."""
+        if not (isinstance(func, cst.Call) and func.args and not func.args[0].star):
+            return None
+        if self.facts.qualname(func.func, self.scope) not in ("jax.vmap", "jax.jit", "jax.pmap", "equinox.filter_vmap", "equinox.filter_jit"):
+            return None
+        inner = self.facts.qualname(func.args[0].value, self.scope)
+        return inner if inner is not None and inner.startswith("jax.random.") else None
+
     def _alternatives(self, item) -> tuple[cst.BaseExpression, list[cst.BaseExpression]] | None:
         """(test, the arms that may run) of `a if c else b` (a literal or constant test rules
         one out) and of `jnp.where(c, a, b)` / `lax.select(c, a, b)`; None for other calls."""
@@ -421,7 +431,7 @@ class KeyFlow:
         return (selected[0], list(selected[1:])) if selected is not None else None
 
     def _call(self, call: cst.Call, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
-        name = self.facts.qualname(call.func, self.scope)
+        name = self.facts.qualname(call.func, self.scope) or self._transformed_random(call.func)
         if name in TREE_MAPS and call.args and isinstance(call.args[0].value, cst.Lambda):
             self._mapped_lambda(call.args[0].value, name, shadowed)
         if name == "jax.random.fold_in":
