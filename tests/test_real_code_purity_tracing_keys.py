@@ -138,6 +138,33 @@ def test_a_random_function_inside_vmap_or_jit_means_the_same_for_the_key():
 # 3. JG102: a table built, then frozen, before the def ---------------------------------------
 
 
+def test_a_step_made_anew_on_each_call_sees_the_global_set_before_it_runs():
+    # lagrangian_nns' train(): it sets the optimizer globals, then builds and runs its jitted
+    # step; each call of train() makes a new step with its own compile cache
+    source = """
+    import jax
+
+    opt_update = None
+
+    def train(n, lr):
+        global opt_update
+
+        @jax.jit
+        def step(x):
+            return opt_update(x)
+
+        opt_update = make(lr)
+        for _ in range(n):
+            x = step(1.0)
+        return x
+    """
+    assert "JG102" not in codes(source)
+    # set again after the step ran: the compiled step keeps the first optimizer
+    stale = source.replace("        return x\n", "        opt_update = make(lr / 10)\n        return step(x)\n")
+    assert [d.line for d in lint(stale) if d.code == "JG102"] == [10]
+
+
+
 def test_module_table_frozen_before_the_first_call_but_not_after():
     before = """
     import jax

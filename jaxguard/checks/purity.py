@@ -465,7 +465,9 @@ class TracedReadsMutableGlobal(Rule):
         name in the block that sets it) that nothing else resets,
         a name a function sets only to what imports and constants give alike on every call
         (`_PLATFORM = jax.devices()[0].platform`; a literal flag or an argument is a setting),
-        a lambda compiled and called at once (traced anew each time), or functions that only
+        a lambda compiled and called at once (traced anew each time), a def inside a function
+        that alone sets the global, before it first calls the def (each call makes a new jitted
+        step that sees the value just set), or functions that only
         `jax.eval_shape` or `jax.make_jaxpr` trace (they cache nothing), or a container whose
         items the function only writes (`stats["calls"] += 1`: JG104). Also flags `self.attr`
         read in a method jitted with `self`
@@ -693,6 +695,8 @@ class TracedReadsMutableGlobal(Rule):
         while info is not None:
             if facts.traced_afresh(info):
                 return  # `jax.jit(lambda: ...)()`: traced anew each time it runs, never stale
+            if facts.set_before_first_call(node.value, info):
+                return  # made anew on each call of its outer function, after the global is set
             info = facts.enclosing_function(info.parent)
         self.report(node, self.message.format(name=node.value))
 

@@ -1830,6 +1830,33 @@ class ModuleFacts:
         if transform in JIT_TRANSFORMS or transform == "jax.make_jaxpr":
             self.jit_calls[call] = spec
 
+    def set_before_first_call(self, name: str, info: FunctionInfo) -> bool:
+        """`info` is a def inside a function that alone sets global `name`, before its first
+        call of `info`, and `info` does not leave it (returned, stored, handed on): each call
+        of the outer function makes a new `info`, with its own compile cache, that sees the
+        value set on that call (a `train()` that builds its optimizer, then its jitted step)."""
+        outer = info.parent.function if info.parent.kind == "function" else None
+        if outer is None or not isinstance(info.node, cst.FunctionDef) or name not in outer.scope.declared_global:
+            return False
+        if any(scope is not outer.scope for scope, _ in self.global_settings.get(name, [])):
+            return False  # another function sets it too: it may run between two calls
+        first_call = last_set = None
+        for index, statement in enumerate(outer.node.body.body):
+            if statement is info.node:
+                continue
+            nodes = descendants(statement)
+            called = {id(node.func) for node in nodes if isinstance(node, cst.Call)}
+            for node in nodes:
+                if isinstance(node, cst.Name) and node.value == info.name:
+                    if id(node) not in called:
+                        return False  # the function leaves: it may be called after a later set
+                    first_call = index if first_call is None else first_call
+            targets = [t.target for t in nodes if isinstance(t, cst.AssignTarget)]
+            targets += [t.target for t in nodes if isinstance(t, (cst.AugAssign, cst.AnnAssign))]
+            if any(n.value == name for target in targets for n in target_name_nodes(target)):
+                last_set = index
+        return first_call is not None and last_set is not None and last_set < first_call
+
     def traced_afresh(self, info: FunctionInfo) -> bool:
         """A lambda compiled and called in one expression (`jax.jit(lambda: f(x))()`): each
         run of that line makes a new function and traces it again, so it reads what its
