@@ -809,14 +809,15 @@ def _memo_table(function: cst.FunctionDef, table: str) -> bool:
             and isinstance(value.func.value, cst.Name) and value.func.value.value == table
         )
 
+    nodes = descendants(function.body)
     looked_up = {
-        target.target.value for node in descendants(function.body) if isinstance(node, cst.Assign) and lookup(node.value)
+        target.target.value for node in nodes if isinstance(node, cst.Assign) and lookup(node.value)
         for target in node.targets if isinstance(target.target, cst.Name)
     }
     return any(
         isinstance(node, cst.Return) and node.value is not None
         and (lookup(node.value) or (isinstance(node.value, cst.Name) and node.value.value in looked_up))
-        for node in descendants(function.body)
+        for node in nodes
     )
 
 

@@ -1139,16 +1139,16 @@ class ModuleFacts:
         return self._hands_module_function(call)
 
     def _hands_module_function(self, call: cst.Call) -> bool:
-        """Is a function of the module among `call`'s arguments (a def, a class, a lambda, a
-        jitted name)? The callee may call it."""
+        """Is a function of the module among `call`'s arguments? The callee may call it."""
+        return any(isinstance(arg.value, cst.Name) and self._names_module_function(arg.value.value) for arg in call.args)
+
+    def _names_module_function(self, name: str) -> bool:
+        """Module-level `name` is a function of the module: a def, a class, a lambda, a jitted name."""
         scope = self.module_scope
-        return any(
-            isinstance(arg.value, cst.Name) and arg.value.value not in scope.imports and (
-                arg.value.value in scope.defs or arg.value.value in scope.classes
-                or any(isinstance(v, cst.Lambda) for v in scope.values.get(arg.value.value, ()))
-                or (scope, arg.value.value) in self.jitted_names
-            )
-            for arg in call.args
+        return name not in scope.imports and (
+            name in scope.defs or name in scope.classes
+            or any(isinstance(v, cst.Lambda) for v in scope.values.get(name, ()))
+            or (scope, name) in self.jitted_names
         )
 
     def _object_runs_no_module_code(self, name: str, info: FunctionInfo, seen: frozenset[str] = frozenset()) -> bool:
@@ -1163,7 +1163,7 @@ class ModuleFacts:
             return False
         for value in values:
             if isinstance(value, (cst.List, cst.Tuple, cst.Dict, cst.Set, cst.BaseString, cst.Integer, cst.Float)):
-                if any(isinstance(node, cst.Lambda) or (isinstance(node, cst.Name) and node.value in scope.defs) for node in descendants(value)):
+                if any(isinstance(node, cst.Lambda) or (isinstance(node, cst.Name) and self._names_module_function(node.value)) for node in descendants(value)):
                     return False  # a table of the module's functions: calling through it runs them
                 continue
             if not isinstance(value, cst.Call) or self._hands_module_function(value):
