@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -524,6 +525,9 @@ class _Collector(Visitor):
         # on a global they set: what they bind after it is set once, on the first call
         self.once_guarded: set[Scope] = set()
         self.events = 0  # module-level bindings and definitions seen so far
+        self.loop_starts: list[int] = []  # the event that opens each enclosing module-level loop
+        self.unreachable: set[cst.CSTNode] = set()  # module-level statements after a jump
+        self.dead_lines = 0  # inside one of them: its bindings never happen
 
     @property
     def scope(self) -> Scope:
@@ -533,7 +537,8 @@ class _Collector(Visitor):
         self.facts.scopes[scope.node] = scope
         self.stack.append(scope)
 
-    def _bind_value(self, name: str, value: cst.BaseExpression | None) -> None:
+    def _bind_value(self, name: str, value: cst.BaseExpression | None, source: cst.BaseExpression | None = None) -> None:
+        """Bind `name` to `value`; `source` is the expression it is unpacked from (`a, b = f(x)`)."""
         scope = self.scope
         if name in scope.declared_global:
             if not self._initialises(name):
@@ -541,9 +546,10 @@ class _Collector(Visitor):
                 self.facts.global_settings.setdefault(name, []).append((scope, value))
             scope = scope.module
         scope.values.setdefault(name, []).append(value)
-        if self.scope.kind == "module":
+        if self.scope.kind == "module" and not self.dead_lines:
             self.events += 1
             self.facts.module_bindings.setdefault(name, []).append(self.events)
+            self.facts.module_binding_sources.setdefault(name, []).append(value if source is None else source)
             if self.module_loop_depth:
                 self.facts.loop_bindings.setdefault(name, []).append(self.events)
                 kind = "loop"
@@ -606,18 +612,40 @@ class _Collector(Visitor):
             self.module_loop_depth -= loop
 
     def visit_For(self, node: cst.For) -> None:
+        self._enter_loop()
         for name in _target_names(node.target):
             self._bind_value(name, None)
         self._enter_compound(loop=True)
 
     def leave_For(self, original_node: cst.For) -> None:
         self._leave_compound(loop=True)
+        self._leave_loop()
 
     def visit_While(self, node: cst.While) -> None:
+        self._enter_loop()
         self._enter_compound(loop=True)
 
     def leave_While(self, original_node: cst.While) -> None:
         self._leave_compound(loop=True)
+        self._leave_loop()
+
+    def _enter_loop(self) -> None:
+        # a loop of the module takes events of its own: what happens inside it lies strictly
+        # between them, so a call before the loop is told from one at its start
+        if self.scope.kind == "module":
+            self.events += 1
+            self.loop_starts.append(self.events)
+
+    def _leave_loop(self) -> None:
+        if self.scope.kind == "module":
+            self.facts.module_loops.append((self.loop_starts.pop(), self.events))
+            self.events += 1
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.dead_lines += node in self.unreachable
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
+        self.dead_lines -= original_node in self.unreachable
 
     def _initialises(self, name: str) -> bool:
         """A binding in the body of `if name is None:` (or `if not name:`): a lazily made
@@ -659,6 +687,10 @@ class _Collector(Visitor):
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if any(_leaves([statement]) for statement in node.body[:-1]):
             self.facts.maybe_dead = True  # code after a `return` or `raise`
+        if self.scope.kind == "module":
+            jumps = [index for index, statement in enumerate(node.body) if _jumps(statement)]
+            if jumps:
+                self.unreachable.update(node.body[jumps[0] + 1:])  # `break` then `lr = lr / 2`
 
     def leave_If(self, original_node: cst.If) -> None:
         self.ifs.pop()
@@ -708,7 +740,7 @@ class _Collector(Visitor):
             names = _target_names(target.target)
             single = isinstance(target.target, cst.Name)
             for name in names:
-                self._bind_value(name, node.value if single else None)
+                self._bind_value(name, node.value if single else None, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         for name in _target_names(node.target):
@@ -717,7 +749,7 @@ class _Collector(Visitor):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         for name in _target_names(node.target):
             self._bind_value(name, None)
-            if self.scope.kind == "module":
+            if self.scope.kind == "module" and not self.dead_lines:
                 self.facts.module_assignments.setdefault(name, []).append("augmented")
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
@@ -810,6 +842,13 @@ def _leaves(body) -> bool:
     return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))
 
 
+def _jumps(statement: cst.CSTNode) -> bool:
+    """A statement that leaves its block: what follows it in the block never runs."""
+    return isinstance(statement, cst.SimpleStatementLine) and isinstance(
+        statement.body[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue)
+    )
+
+
 def _ifs_in(function: cst.CSTNode) -> list[cst.If]:
     """The `if` statements of a function, not those of functions nested in it."""
     found: list[cst.If] = []
@@ -867,6 +906,9 @@ class ModuleFacts:
         # module-level name -> the `order` of each of its module-level bindings
         self.module_bindings: dict[str, list[int]] = {}
         self.loop_bindings: dict[str, list[int]] = {}  # ... of those made in a module-level loop
+        # ... and the expression each one takes its value from (None: a loop target, `+=`)
+        self.module_binding_sources: dict[str, list[cst.BaseExpression | None]] = {}
+        self.module_loops: list[tuple[int, int]] = []  # (first, last) event of each module-level loop
         # calls made while the module is imported (at module level or in a class body), each
         # with the number of module-level bindings and definitions made before it
         self.import_time_calls: list[tuple[cst.Call, int]] = []
@@ -1039,11 +1081,13 @@ class ModuleFacts:
     def built_from_constants(
         self, value: cst.BaseExpression, scope: Scope, receiver: str | None = None,
         reassigned: set[str] = frozenset(), exclude: str | None = None, depth: int = 0,
+        steady: Callable[[str], bool] | None = None,
     ) -> bool:
         """Is `value` made only of literals, imported names, builtins, module names that do
         not change and (given a `receiver`) its attributes that are never `reassigned`, through
         calls that give the same result each time? Then evaluating it again gives an equal
-        value (`optax.adam(self.cfg.lr)`, `jax.devices()[0].platform`)."""
+        value (`optax.adam(self.cfg.lr)`, `jax.devices()[0].platform`). `steady` judges
+        whether a module name keeps its value (by default: it is never rebound)."""
         facts, calls, lambdas = self, [], set()
         inner = [scope]  # the scope names are read in: a lambda's own, inside it
 
@@ -1079,14 +1123,17 @@ class ModuleFacts:
                     return  # a parameter of a lambda the value makes
                 elif owner is scope and owner.kind != "module" and depth < 2 and name.value != receiver and built_local(name.value):
                     return  # a local made the same way (`grad_fn = jax.grad(self._loss)`)
-                elif owner.kind != "module" or name.value == exclude or facts.is_rebound_global(name.value):
+                elif owner.kind != "module" or name.value == exclude or not keeps_value(name.value):
                     self.ok = False  # a parameter, a local, the global itself, or a global that changes
+
+        def keeps_value(name: str) -> bool:
+            return steady(name) if steady is not None else not facts.is_rebound_global(name)
 
         def built_local(name: str) -> bool:
             values = scope.values.get(name, [])
             return (
                 name not in scope.function.params and len(values) == 1 and values[0] is not None
-                and facts.built_from_constants(values[0], scope, receiver, reassigned, exclude, depth + 1)
+                and facts.built_from_constants(values[0], scope, receiver, reassigned, exclude, depth + 1, steady)
             )
 
         parts = _Parts()
@@ -1099,17 +1146,141 @@ class ModuleFacts:
         the final value."""
         if name in self.globals_assigned_in_functions:
             return False
+        if self.is_program:
+            return not self._runs_again_after_a_change(name, info)
         bindings = self.module_bindings.get(name, [0])
-        # a notebook or a script is the whole program: the function sees a stale value only if
-        # it runs again after the value changed (cells run in order; a loop may run again)
-        notebook = self.is_program and all(at < info.order for at in self.loop_bindings.get(name, ()))
-        if not notebook and bindings[-1] < info.order:
+        if bindings[-1] < info.order:
             return True
         runs = [at for call, at in self.import_time_calls if at >= info.order and self._may_run_module_code(call, info)]
-        if notebook:
-            return not any(runs and runs[0] < at <= runs[-1] for at in bindings)
         # rebound after the def, but before anything run at import could call the function
         return not any(at <= bindings[-1] for at in runs)
+
+    def _runs_again_after_a_change(self, name: str, info: FunctionInfo) -> bool:
+        """In a program (run once, in order), is the code compiled for `info` shown to run,
+        then global `name` given a new value, then the same compiled code run again? A run
+        counts only where a module-level call is shown to reach `info`; the same code, only
+        where nothing between the two runs made its function anew (a def run again, in a
+        notebook cell or a loop, traces afresh). A loop that both runs it and rebinds `name`
+        runs it again after the change, unless each pass binds an equal value
+        (`opt = adam(lr)` with `lr` unchanged in the loop)."""
+        outermost = info
+        while (outer := self.enclosing_function(outermost.parent)) is not None:
+            outermost = outer
+        runs = []
+        for call, at in self.import_time_calls:
+            if at >= info.order and (names := self._names_running(call, at, info)) is not None:
+                runs.append((at, names | {outermost.name}))
+        if not runs:
+            return False
+        changes = self.module_bindings.get(name, [])
+
+        def remade(names: set[str], first: int, last: int) -> bool:
+            events = [outermost.order] + [e for n in names for e in self.module_bindings.get(n, [])]
+            events += [f.order for n in names for f in self._module_defs.get(n, ())]
+            return any(first < e <= last for e in events)
+
+        for index, (first, names) in enumerate(runs):
+            for last, others in runs[index:]:
+                # the function both runs reach through is made anew by a binding of a name they share
+                if any(first < e <= last for e in changes) and not remade(names & others, first, last):
+                    return True
+        for start, end in self.module_loops:
+            inside = [names for at, names in runs if start <= at <= end]
+            if inside and not remade(set().union(*inside), start, end) and any(
+                start < e <= end and not self._alike_each_pass(name, e, (start, end)) for e in changes
+            ):
+                return True
+        return False
+
+    @functools.cached_property
+    def _module_defs(self) -> dict[str, list[FunctionInfo]]:
+        """Module-level defs by name, all of them (a notebook may define a function again)."""
+        found: dict[str, list[FunctionInfo]] = {}
+        for info in self.functions.values():
+            if info.parent is self.module_scope and isinstance(info.node, cst.FunctionDef):
+                found.setdefault(info.name, []).append(info)
+        return found
+
+    def _binding_at(self, name: str, at: int) -> FunctionInfo | cst.BaseExpression | None:
+        """What module-level `name` holds at event `at`: the def or the value of its latest
+        binding (None: unknown)."""
+        latest, found = 0, None
+        for event, source in zip(self.module_bindings.get(name, []), self.module_binding_sources.get(name, [])):
+            if latest < event <= at:
+                latest, found = event, source
+        for info in self._module_defs.get(name, ()):
+            if latest < info.order <= at:
+                latest, found = info.order, info
+        return found
+
+    def _names_running(self, call: cst.Call, at: int, info: FunctionInfo) -> set[str] | None:
+        """If module-level `call`, made at event `at`, is shown to run code compiled for
+        `info`, the module names whose rebinding would make that function anew; else None.
+        Shown: a call of a compiled module function that reaches `info` (`step(x)` of a jitted
+        `step`, `jax.jit(step)(x)`), or of a module function or a method of an object of a
+        module class that reaches a function decorated with jit that reaches it
+        (`train()`, `runner.go()`). An eager call of `info` reads the value it has then."""
+        scope, func = self.module_scope, call.func
+        compiled = isinstance(func, cst.Call) and self._compiles(func) and bool(positional(func))
+        if compiled:
+            func = positional(func)[0]  # `jax.jit(step)(x)` runs `step`
+        if isinstance(func, cst.Name) and func.value not in scope.imports:
+            held = self._binding_at(func.value, at)
+            target = held if isinstance(held, FunctionInfo) else None
+            if isinstance(held, (cst.Call, cst.Lambda)):
+                target = self.function_for(held, scope)
+                compiled = compiled or (isinstance(held, cst.Call) and self._compiles(held))
+            if isinstance(held, cst.Call) and isinstance(held.func, cst.Name) and held.func.value in scope.classes:
+                target = self._method_of(held.func.value, "__init__")  # `Runner()` runs its constructor
+            if target is not None and self._runs_compiled(target, info, compiled):
+                return {func.value}
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value not in scope.imports:
+            held = self._binding_at(func.value.value, at)
+            if isinstance(held, cst.Call) and isinstance(held.func, cst.Name) and held.func.value in scope.classes:
+                method = self._method_of(held.func.value, func.attr.value)
+                if method is not None and self._runs_compiled(method, info, False):
+                    return {func.value.value, held.func.value}
+        return None
+
+    def _compiles(self, call: cst.Call) -> bool:
+        """`jax.jit(f)`, `partial(jax.jit, ...)(f)`: a call that makes a compiled function."""
+        found = self.transform_call(call, self.module_scope) if call in self.jit_calls else None
+        return found is not None and found[0] in JIT_TRANSFORMS
+
+    def _runs_compiled(self, start: FunctionInfo, info: FunctionInfo, compiled: bool) -> bool:
+        """Running `start` (itself compiled, or not) runs code compiled for `info`: `start`
+        reaches `info`, or reaches a function decorated with jit that reaches it."""
+        if compiled or start.node in self._jit_decorated:
+            return self._reaches(start, info)
+        return any(node in self._jit_decorated and self._reaches(self.functions[node], info) for node in self._reached_from(start))
+
+    @functools.cached_property
+    def _jit_decorated(self) -> set[cst.CSTNode]:
+        return {
+            info.node for info in self.functions.values()
+            if any((found := self.transform_of(d.decorator, info.parent)) is not None and found[0] in JIT_TRANSFORMS for d in info.decorators)
+        }
+
+    def _method_of(self, class_name: str, method: str) -> FunctionInfo | None:
+        class_scope = self.scopes.get(self.module_scope.classes[class_name])
+        return class_scope.defs.get(method) if class_scope is not None else None
+
+    def _alike_each_pass(self, name: str, event: int, loop: tuple[int, int], seen: frozenset[str] = frozenset()) -> bool:
+        """The binding of module-level `name` at `event`, inside `loop`, gives an equal value
+        on every pass: the same expression of names the loop does not change (or changes
+        alike), through calls that give the same result each time."""
+        source = dict(zip(self.module_bindings.get(name, []), self.module_binding_sources.get(name, []))).get(event)
+        if source is None or name in seen or name in self.globals_assigned_in_functions:
+            return False
+        start, end = loop
+
+        def steady(other: str) -> bool:
+            inside = [e for e in self.module_bindings.get(other, []) if start < e <= end]
+            return other not in self.globals_assigned_in_functions and all(
+                self._alike_each_pass(other, e, loop, seen | {name}) for e in inside
+            )
+
+        return self.built_from_constants(source, self.module_scope, exclude=name, steady=steady)
 
     def _may_run_module_code(self, call: cst.Call, info: FunctionInfo) -> bool:
         """A call made at import that may run `info`: it calls a function of this module that
