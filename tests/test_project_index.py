@@ -146,7 +146,7 @@ X64_MODULE = "import jax.numpy as jnp\ndef f(n):\n    return jnp.zeros(n, jnp.fl
 @pytest.mark.parametrize("where", [
     "init", "config-imported-by-init", "imported-module", "star-imported-by-init",
     "imports-a-module-requiring-x64", "init-warns-without-x64", "cli-enables-then-imports", "init-imports-every-submodule",
-    "imports-a-module-that-imports-an-enabling-one-when-called",
+    "imports-a-module-that-imports-an-enabling-one-when-called", "init-warns-reading-the-flag-by-getattr",
 ])
 def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
     enable = "import jax\njax.config.update('jax_enable_x64', True)\n"
@@ -168,6 +168,11 @@ def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
             "import logging\nimport jax\nif jax.config.read('jax_enable_x64') is False:\n"
             "    logging.getLogger('pkg').warning('JAX is not using 64-bit precision')\n"
         )
+    elif where == "init-warns-reading-the-flag-by-getattr":
+        files["pkg/__init__.py"] = (
+            "import warnings\nimport jax\nif not getattr(jax.config, 'jax_enable_x64', False):\n"
+            "    warnings.warn('pkg requires 64-bit precision')\n"
+        )
     elif where == "cli-enables-then-imports":  # the entry point turns x64 on, then loads the code
         files["pkg/cli.py"] = "def main():\n    import jax\n    jax.config.update('jax_enable_x64', True)\n    from pkg.ops import f\n    f(1.0)\n"
     elif where == "init-imports-every-submodule":  # families that register themselves on import
@@ -186,6 +191,14 @@ def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
     root = make(tmp_path, files)
     assert ("pkg/ops.py", "JG903") not in found(root, "pkg")
     assert ("pkg/ops.py", "JG903") in found(root, "pkg", "--no-project-index")
+
+
+def test_a_package_that_warns_about_something_else_is_not_x64_aware(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "import warnings\nimport jax\nif not getattr(jax.config, 'jax_debug_nans', False):\n    warnings.warn('slow')\n",
+        "pkg/ops.py": X64_MODULE,
+    })
+    assert ("pkg/ops.py", "JG903") in found(root, "pkg")
 
 
 def test_x64_enabled_only_in_an_unrelated_module_does_not_count(tmp_path):

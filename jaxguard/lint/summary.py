@@ -35,7 +35,7 @@ from jaxguard.lint.jaxapi import (
     names_abstract_trace,
 )
 
-VERSION = 9  # of the summary format (part of its cache key)
+VERSION = 10  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -90,13 +90,14 @@ _TELLING = frozenset({"warn", "warning", "error", "critical"})
 
 def _checks_x64(node: ast.AST) -> bool:
     """`if not jax.config.read("jax_enable_x64"): raise ...` (or a warning, or a test of
-    `jax.config.jax_enable_x64`): the module refuses to run without x64, or tells the user
+    `jax.config.jax_enable_x64` read another way): the module refuses to run without x64, or tells the user
     at import that it needs it. Either way its 64-bit requests are not silently 32-bit."""
     if not isinstance(node, ast.If):
         return False
+    # the setting read by any means: `jax.config.read("jax_enable_x64")`, its attribute,
+    # `getattr(jax.config, "jax_enable_x64", False)`, the `JAX_ENABLE_X64` variable
     reads = any(
-        (isinstance(inner, ast.Call) and (_dotted(inner.func) or "").endswith("config.read")
-         and inner.args and _constant(inner.args[0]) == "jax_enable_x64")
+        (isinstance(inner, ast.Constant) and isinstance(inner.value, str) and inner.value.lower() == "jax_enable_x64")
         or (isinstance(inner, ast.Attribute) and inner.attr in ("jax_enable_x64", "x64_enabled"))
         for inner in ast.walk(node.test)
     )
