@@ -753,6 +753,8 @@ class KeyFlow:
             previous = None
         if previous is not None and self._repeated_split(previous, use):
             return  # the same split line twice: the first results are rebound unused
+        if previous is not None and previous.is_split and is_split and not _same_key_twice(previous, use):
+            return  # `split(k)[0]` here, `split(k)[1]` there: distinct keys of one split
         if previous is not None and (previous.maybe or use.maybe):
             if previous.maybe and not use.maybe:
                 state.consumed[key] = use  # a later use is judged against a certain one
@@ -945,6 +947,33 @@ def _split_count(call: cst.CSTNode) -> int | None:
     args = positional(call)
     count = args[1] if len(args) > 1 else next((a.value for a in call.args if a.keyword and a.keyword.value == "num"), None)
     return 2 if count is None else literal_int(count)
+
+
+def _same_key_twice(first: Use, second: Use) -> bool:
+    """Do two splits of one key hand out a key in common? Under JAX's default (partitionable)
+    threefry, key i of a split is the same whatever the count, so they do exactly where the
+    positions they hand out meet (`split(k)[0]` and `split(k, 3)[1]` do not)."""
+    a, b = _handed_out(first), _handed_out(second)
+    return a is None or b is None or bool(a & b)
+
+
+def _handed_out(use: Use) -> set[int] | None:
+    """The positions of the keys a split use hands out: `split(k, n)[i]` gives key i alone,
+    `a, b = split(k)` keys 0 and 1, `split(k, n)` all n (None: a count not written out)."""
+    call, statement = use.node, use.statement
+    for node in descendants(statement) if statement is not None else ():
+        if isinstance(node, cst.Subscript) and node.value is call and len(node.slice) == 1:
+            index = node.slice[0].slice
+            position = literal_int(index.value) if isinstance(index, cst.Index) else None
+            if position is not None and position >= 0:
+                return {position}
+    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    if isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1:
+        target = small.targets[0].target
+        if isinstance(target, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+            return set(range(len(target.elements)))
+    count = _split_count(call)
+    return set(range(count)) if count is not None else None
 
 
 def _same_every_element(key: str) -> str:
@@ -1533,7 +1562,10 @@ class KeyUsedAfterSplit(_KeyRule):
     """
     why = """
         `split(key)` consumes `key`: the new keys are derived from it, and drawing from the old
-        key afterwards correlates the draws with everything derived from the split.
+        key afterwards correlates the draws with everything derived from the split. Splitting
+        it again hands out the same keys again, position by position whatever the count:
+        `split(key)[0]` and later `split(key)[1]` are two distinct keys (not reported), while
+        `split(key, n)` and later `split(key)[0]` both hold key 0.
     """
     example = """
         import jax
@@ -1556,6 +1588,9 @@ class KeyUsedAfterSplit(_KeyRule):
         # fold_in(key, 1) is split(key, 2)[1] under threefry: the same key handed out twice
         "import jax\ndef f(key):\n    k = jax.random.fold_in(key, 1)\n    return k, jax.random.split(key)\n",
         "import jax\ndef f(key):\n    keys = jax.random.split(key, 4)\n    return keys, jax.random.fold_in(key, 2)\n",
+        # key 0 of any split of a key is one key (threefry): both get it
+        "import jax\ndef f(seed, n):\n    seeds = jax.random.split(seed, n)\n    seed = jax.random.split(seed)[0]\n    return seeds, seed\n",
+        "import jax\ndef f(seed):\n    a = jax.random.split(seed)[1]\n    b = jax.random.split(seed, 3)[1]\n    return a, b\n",
     )
     valid = (
         "import jax\nkey = jax.random.key(0)\nkey, sub = jax.random.split(key)\nx = jax.random.normal(key, (2,))\n",
@@ -1566,6 +1601,9 @@ class KeyUsedAfterSplit(_KeyRule):
         # the same split line written twice: the first results are rebound unused
         "import jax\ndef output(rng_key):\n    policy_rng, value_rng = jax.random.split(rng_key, 2)\n"
         "    policy_rng, value_rng = jax.random.split(rng_key, 2)\n    return policy_rng, value_rng\n",
+        # the split computed again, each time for another of its keys: distinct keys
+        "import jax\ndef f(seed, n):\n    seeds_h = jax.random.split(jax.random.split(seed)[0], n)\n"
+        "    seeds_v = jax.random.split(jax.random.split(seed)[1], n)\n    return seeds_h, seeds_v\n",
     )
 
     def describe(self, finding: Finding) -> str:
