@@ -645,6 +645,10 @@ def test_a_key_a_scan_only_carries_is_not_drawn_from():
     """
     assert "JG602" not in found(loop)
     assert "JG602" in found(loop.replace("return x * 2, key", "return x * jax.random.normal(key), key"))
+    # Haiku's loops take lax's arguments: the same
+    haiku = loop.replace("import jax\n", "import jax\n    import haiku as hk\n").replace("jax.lax.fori_loop", "hk.fori_loop")
+    assert "JG602" not in found(haiku)
+    assert "JG602" in found(haiku.replace("return x * 2, key", "return x * jax.random.normal(key), key"))
 
 
 def test_a_key_a_loop_rebinds_on_every_pass_is_new_after_it():

@@ -42,6 +42,8 @@ LAX_BODIES: dict[str, tuple[tuple[int, str], ...]] = {
     "jax.lax.map": ((0, "f"),),
     "jax.lax.associative_scan": ((0, "fn"),),
 }
+# Haiku's wrappers take the same arguments (and run lax's loops inside a transform).
+LAX_BODIES.update({name.replace("jax.lax.", "haiku."): bodies for name, bodies in LAX_BODIES.items() if name != "jax.lax.associative_scan"})
 
 # lax loops that carry a value: qualified name -> (the body's position and keyword, the
 # initial carry's position and keyword, the body's parameter that receives the carry).
@@ -50,9 +52,13 @@ LAX_CARRIES: dict[str, tuple[tuple[int, str], tuple[int, str], int]] = {
     "jax.lax.fori_loop": ((2, "body_fun"), (3, "init_val"), 1),
     "jax.lax.while_loop": ((1, "body_fun"), (2, "init_val"), 0),
 }
+LAX_CARRIES.update({name.replace("jax.lax.", "haiku."): where for name, where in LAX_CARRIES.items()})
 
 # The lax loops among them: their body runs once per iteration.
-LAX_LOOPS = frozenset({"jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map"})
+LAX_LOOPS = frozenset({
+    "jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.map",
+    "haiku.scan", "haiku.fori_loop", "haiku.while_loop", "haiku.map",
+})
 
 # Differentiation: traces, but Python control flow on values stays legal.
 GRAD_TRANSFORMS = frozenset(

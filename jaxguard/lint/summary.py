@@ -35,7 +35,7 @@ from jaxguard.lint.jaxapi import (
     names_abstract_trace,
 )
 
-VERSION = 10  # of the summary format (part of its cache key)
+VERSION = 11  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
