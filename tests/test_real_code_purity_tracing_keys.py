@@ -606,6 +606,31 @@ def test_a_module_clone_is_no_key():
     assert "JG603" in found(copied)
 
 
+def test_an_object_of_a_class_of_the_module_is_judged_by_its_method():
+    # `flow = Flow()` then `flow(x, params=p, rng_key=key)`: the call runs Flow.__call__,
+    # which draws only while it has no parameters (a maybe), never beside another draw
+    source = """
+    import jax
+
+    class Flow:
+        def __call__(self, x, params=None, rng_key=None):
+            if params is None:
+                params = jax.random.normal(rng_key, x.shape)
+            return x * params
+
+    def check(key, p):
+        x = jax.random.normal(key, (3,))
+        flow = Flow()
+        return flow(x, params=p, rng_key=key)
+    """
+    assert "JG601" not in found(source)
+    # a method that always draws: the same key drawn from twice
+    drawing = source.replace("            if params is None:\n                params = jax.random.normal(rng_key, x.shape)\n",
+                             "            params = jax.random.normal(rng_key, x.shape)\n")
+    assert "JG601" in found(drawing)
+    assert "JG601" in found(drawing.replace("return flow(x, params=p, rng_key=key)", "return flow.__call__(x, p, key)"))
+
+
 def test_a_key_a_scan_only_carries_is_not_drawn_from():
     # the keys for the steps are split from `key`, which also rides in the carry: the body
     # passes it through untouched (or drops it), so nothing is drawn from it twice

@@ -470,7 +470,7 @@ class KeyFlow:
         consumer = self._describe(call)
         if KEY_LOOKING.match(consumer.rsplit(".", 1)[-1]):
             return  # `is_prng_key(key)`, `check_key(key)`: looking is not drawing
-        callee = self.facts.function_for(call.func, self.scope)
+        callee = self.facts.function_for(call.func, self.scope) or self.facts.instance_method(call.func, self.scope)
         if callee is None and _stores(call, name) and not (self.facts.project and self.facts.project.callee(name)):
             return  # a constructor, `replace`, a container or a logger keeps the key: no draw
         haiku_apply = self._is_haiku_apply(call.func)

@@ -1639,6 +1639,29 @@ class ModuleFacts:
                 return self.function_for(args[0], scope)
         return None
 
+    def instance_method(self, func: cst.BaseExpression, scope: Scope) -> FunctionInfo | None:
+        """`obj(...)` or `obj.m(...)` where `obj` is bound once, and only there, to `Cls(...)`
+        of a class of this module: the class's own `__call__` or `m` (None when the method is
+        inherited, or the object is anything else)."""
+        if isinstance(func, cst.Name):
+            receiver, method = func.value, "__call__"
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            receiver, method = func.value.value, func.attr.value
+        else:
+            return None
+        owner = scope.lookup(receiver)
+        values = owner.values.get(receiver, []) if owner is not None else []
+        if len(values) != 1 or not isinstance(values[0], cst.Call) or not isinstance(values[0].func, cst.Name):
+            return None
+        if owner.function is not None and receiver in owner.function.params:
+            return None
+        class_name = values[0].func.value
+        class_owner = owner.lookup(class_name)
+        if class_owner is None or class_name not in class_owner.classes or class_name in class_owner.values:
+            return None
+        class_scope = self.scopes.get(class_owner.classes[class_name])
+        return class_scope.defs.get(method) if class_scope is not None else None
+
     def _method_for(self, receiver: str, attr: str, scope: Scope) -> FunctionInfo | None:
         """`self.step` inside a method of class C -> C.step."""
         function_scope: Scope | None = scope
@@ -1754,8 +1777,10 @@ class ModuleFacts:
         if (
             target.class_name
             and target.params
-            and isinstance(node, cst.Attribute)
-            and not (isinstance(node.value, cst.Name) and node.value.value == target.class_name)
+            and (
+                (isinstance(node, cst.Attribute) and not (isinstance(node.value, cst.Name) and node.value.value == target.class_name))
+                or (isinstance(node, cst.Name) and target.name == "__call__")  # `obj(x)` calls `Cls.__call__(obj, x)`
+            )
             and not any(dotted_name(d.decorator) == "staticmethod" for d in target.decorators)
         ):
             return target.params[1:]
