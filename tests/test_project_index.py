@@ -866,3 +866,33 @@ def test_an_attribute_set_only_while_objects_are_built_is_not_stale(tmp_path):
 def test_an_attribute_set_again_after_tracing_is_stale(tmp_path):
     root = boundary_package(tmp_path, after_tracing="bc.configure(grid)")
     assert ("pkg/boundary.py", "JG102") in found(root)
+
+
+DEMO_MODULE = """
+    import jax
+
+    def draw(key):
+        return jax.random.normal(key, (3,))
+
+    if __name__ == "__main__":
+        key = jax.random.PRNGKey(0)
+        x = jax.random.normal(key, (3,))
+        print(x + draw(key))
+"""
+
+
+@pytest.mark.parametrize("top", ["", "my-repo/"])
+def test_modules_are_named_as_imported_below_a_repository_folder_with_an_init(tmp_path, top):
+    # research repositories often keep an `__init__.py` beside their setup.py (or sit in a
+    # folder named `my-repo`): `import nux.base` still names `nux/base.py`, so a module the
+    # project imports is a library module and its `__main__` block a demo (keys reused on purpose)
+    files = {
+        f"{top}__init__.py": "",
+        f"{top}nux/__init__.py": "",
+        f"{top}nux/base.py": DEMO_MODULE,
+        f"{top}nux/other.py": "from nux.base import draw\n",
+    }
+    root = make(tmp_path, files)
+    assert (f"{top}nux/base.py", "JG601") not in found(root, ".")
+    (root / top / "nux" / "other.py").write_text("import jax\n")
+    assert (f"{top}nux/base.py", "JG601") in found(root, ".")

@@ -193,12 +193,21 @@ def module_name(path: Path) -> tuple[str, bool]:
     parts = [] if is_package else [path.name.split(".")[0]]
     folder = path.parent
     test = is_test_file(path.name)
-    while folder != folder.parent and ((folder / "__init__.py").exists() or (not test and _namespace_in_package(folder))):
+    # a folder whose name is no identifier (`my-repo/`) cannot be imported as a package, and
+    # the folder of a distribution (`setup.py`, `pyproject.toml`) holds its packages: neither
+    # is part of a module's name, even with an `__init__.py` (`import nux` from `NuX/`)
+    while folder != folder.parent and folder.name.isidentifier() and not _distribution_root(folder) and (
+        (folder / "__init__.py").exists() or (not test and _namespace_in_package(folder))
+    ):
         parts.insert(0, folder.name)
         folder = folder.parent
     if is_package and not parts:
         parts = [path.parent.name]
     return ".".join(parts), is_package
+
+
+def _distribution_root(folder: Path) -> bool:
+    return any((folder / marker).exists() for marker in ("setup.py", "pyproject.toml", "setup.cfg"))
 
 
 def _namespace_in_package(folder: Path, depth: int = 3) -> bool:
