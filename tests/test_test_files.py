@@ -131,3 +131,14 @@ def test_a_main_block_is_checked_when_no_module_imports_its_module(smoke):
 def test_selecting_the_code_reports_test_code_too(smoke):
     found = codes(smoke, ".", "--select", "JG601")
     assert found["pkg/layers.py"] == ["JG601", "JG601"] and found["scripts/demo.py"] == ["JG601", "JG601"]
+
+
+def test_a_function_named_as_a_test_is_a_smoke_test_however_it_is_named(smoke):
+    # `def regular_test():` run from a `__main__` block: named by the `*_test` convention
+    (smoke / "pkg" / "model.py").write_text("import jax\n")  # nothing imports layers: its main block is checked
+    source = SMOKE.replace("def test_layer():", "def regular_test():")
+    (smoke / "pkg" / "layers.py").write_text(source)
+    found = codes(smoke, ".")
+    assert found["pkg/layers.py"] == ["JG601"]  # the main block's; regular_test is quiet
+    (smoke / "pkg" / "layers.py").write_text(source.replace("def regular_test():", "def regular():"))
+    assert codes(smoke, ".")["pkg/layers.py"] == ["JG601", "JG601"]

@@ -456,12 +456,14 @@ def _lint_module(module: cst.Module, source: str, path: str, settings: LintSetti
 
 
 def _test_code(top: cst.CSTNode | None, project: ProjectView | None) -> bool:
-    """A top-level `def test_*` function outside a test file: pytest does not collect it
-    there, so it is a smoke test run by hand (kinetix's `test_ued`, alpa's `test_gpt_lm`).
+    """A top-level function named as a test (`def test_*`, `def regular_test`: pytest's
+    naming of test functions and of test modules) outside a test file: pytest does not
+    collect it there, so it is a smoke test run by hand (kinetix's `test_ued`, alpa's
+    `test_gpt_lm`).
     So is the `if __name__ == "__main__":` block of a module other project modules import:
     a library module's demo (a script's main block is its work, and stays checked)."""
     if isinstance(top, cst.FunctionDef):
-        return top.name.value.startswith("test")
+        return top.name.value.startswith("test") or top.name.value.endswith("_test")
     return isinstance(top, cst.If) and project is not None and project.imported and is_main_guard(top)
 
 

@@ -71,7 +71,7 @@ class Rule:
     def document(cls) -> str:
         default = "on" if cls.default_on else "opt-in (select it explicitly)"
         if cls.default_on and not cls.in_tests:
-            default += "; off in test files and `def test_*` functions unless selected by its code"
+            default += "; off in test files and test functions (`def test_*`, `def *_test`) unless selected by its code"
         lines = [
             f"# {cls.code} `{cls.name}`",
             "",
