@@ -780,6 +780,10 @@ class JitInLoop(Rule):
         "        jax.jit(f)(y)\n",
     )
     valid = (
+        # a sweep over functions of a module, named by the loop (an annotated assignment too)
+        "import jax\nimport mylib\ndef check_all(x):\n    for name in ('sphere', 'rosenbrock'):\n"
+        "        func: mylib.Fn = getattr(mylib, name)\n        @jax.jit\n        def target(v):\n"
+        "            return func(v)\n        assert target(x) is not None\n",
         # each function of a table the loop walks: compiled once each, none wrapped again
         "import jax\ndef tag_all(fns, x):\n    out = {}\n    for name, fn in fns.items():\n"
         "        out[name] = jax.jit(fn)(x)\n    return out\n",
@@ -1462,6 +1466,10 @@ def _loop_dependent_names(loop: cst.For) -> set[str]:
         def visit_Assign(self, node: cst.Assign) -> None:
             targets = {name for t in node.targets for name in names_in(t.target)}
             assignments.append((targets, names_in(node.value)))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if node.value is not None:  # `func: Target = getattr(functions, name)`
+                assignments.append((names_in(node.target), names_in(node.value)))
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             assignments.append(({node.name.value}, names_in(node.body)))
