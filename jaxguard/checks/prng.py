@@ -1404,7 +1404,9 @@ class KeyReuse(_KeyRule):
         Flags a PRNG key consumed twice (by `jax.random` samplers or by functions it is passed
         to) with no `split` rebinding it in between, on some path. Not a consumption: abstract
         evaluations (`eval_shape`, `make_jaxpr`, `.lower()`, `flax.linen.tabulate`), `clone`, a
-        callee of the module that ignores its key or re-derives it with `fold_in`, a key in the
+        callee of the module (a method too, called on an object of a class of the module:
+        `flow = Flow(); flow(x, rng_key=key)` runs `Flow.__call__`) that ignores its key or
+        re-derives it with `fold_in`, a key in the
         carry of a `lax.scan`/`fori_loop`/`while_loop` whose body (of the module) passes it
         through untouched or drops it (`state, _ = carry`). A callee of the module that draws
         from the key only under `if p is None:`, given a value for `p`, may or may not draw:

@@ -458,8 +458,13 @@ class TracedReadsMutableGlobal(Rule):
         jit or partial of one, counts only if the function is among those it calls; a method
         of an object a library made, or of a module class none of whose methods reach the
         function, does not run it); in a notebook or a script (the whole program, run once in
-        order: a file outside any package that no project module imports), a name rebound
-        only where nothing later runs the function again; a name bound again to the same expression of
+        order: a file outside any package that no project module imports), a name unless the
+        code compiled for the function is shown to run, then the name gets a new value, then
+        the same compiled code runs again (a run is a module-level call of a jitted function,
+        or of code that reaches a function decorated with jit, that reaches it: an eager call
+        reads the current value, a def run again traces afresh, a library object handed the
+        function is unknown; a loop that binds an equal value on each pass changes nothing,
+        and a binding after `break` never happens); a name bound again to the same expression of
         values that do not change (an equal value); a lazily made value (set under `if X is None:`, or after a
         guard that returns it once set: `if _tried: return _cache`, or set beside the guarded
         name in the block that sets it) that nothing else resets,
