@@ -888,6 +888,7 @@ def test_modules_are_named_as_imported_below_a_repository_folder_with_an_init(tm
     # project imports is a library module and its `__main__` block a demo (keys reused on purpose)
     files = {
         f"{top}__init__.py": "",
+        f"{top}setup.py": "",
         f"{top}nux/__init__.py": "",
         f"{top}nux/base.py": DEMO_MODULE,
         f"{top}nux/other.py": "from nux.base import draw\n",

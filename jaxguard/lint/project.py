@@ -194,9 +194,9 @@ def module_name(path: Path) -> tuple[str, bool]:
     folder = path.parent
     test = is_test_file(path.name)
     # a folder whose name is no identifier (`my-repo/`) cannot be imported as a package, and
-    # the folder of a distribution (`setup.py`, `pyproject.toml`) holds its packages: neither
+    # the project's root (`pyproject.toml`, `setup.cfg`, `.git`) holds its packages: neither
     # is part of a module's name, even with an `__init__.py` (`import nux` from `NuX/`)
-    while folder != folder.parent and folder.name.isidentifier() and not _distribution_root(folder) and (
+    while folder != folder.parent and folder.name.isidentifier() and not _project_root(folder) and (
         (folder / "__init__.py").exists() or (not test and _namespace_in_package(folder))
     ):
         parts.insert(0, folder.name)
@@ -206,8 +206,8 @@ def module_name(path: Path) -> tuple[str, bool]:
     return ".".join(parts), is_package
 
 
-def _distribution_root(folder: Path) -> bool:
-    return any((folder / marker).exists() for marker in ("setup.py", "pyproject.toml", "setup.cfg"))
+def _project_root(folder: Path) -> bool:
+    return any((folder / marker).exists() for marker in ROOT_MARKERS)
 
 
 def _namespace_in_package(folder: Path, depth: int = 3) -> bool:
