@@ -838,15 +838,12 @@ def call_tail(func: cst.BaseExpression) -> str | None:
 
 def _leaves(body) -> bool:
     """A block whose last statement returns or raises."""
-    last = body[-1] if body else None
-    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return bool(body) and _jumps(body[-1], (cst.Return, cst.Raise))
 
 
-def _jumps(statement: cst.CSTNode) -> bool:
-    """A statement that leaves its block: what follows it in the block never runs."""
-    return isinstance(statement, cst.SimpleStatementLine) and isinstance(
-        statement.body[-1], (cst.Return, cst.Raise, cst.Break, cst.Continue)
-    )
+def _jumps(statement: cst.CSTNode, kinds: tuple = (cst.Return, cst.Raise, cst.Break, cst.Continue)) -> bool:
+    """A statement that leaves its block (by one of `kinds`): what follows it never runs."""
+    return isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[-1], kinds)
 
 
 def _ifs_in(function: cst.CSTNode) -> list[cst.If]:
@@ -914,6 +911,7 @@ class ModuleFacts:
         self.import_time_calls: list[tuple[cst.Call, int]] = []
         # names (per binding scope) that hold a compiled function, with its static spec
         self.jitted_names: dict[tuple[Scope, str], StaticSpec] = {}
+        self.jit_decorated: set[cst.CSTNode] = set()  # ... the functions decorated with such a jit
         # calls of the form `transform(f)` whose result is a compiled function
         self.jit_calls: dict[cst.Call, StaticSpec] = {}
         # lax calls whose body arguments are traced: call -> body argument nodes
@@ -1230,16 +1228,15 @@ class ModuleFacts:
             if isinstance(held, (cst.Call, cst.Lambda)):
                 target = self.function_for(held, scope)
                 compiled = compiled or (isinstance(held, cst.Call) and self._compiles(held))
-            if isinstance(held, cst.Call) and isinstance(held.func, cst.Name) and held.func.value in scope.classes:
-                target = self._method_of(held.func.value, "__init__")  # `Runner()` runs its constructor
+            constructor = self._own_method(held, "__init__", scope)  # `Runner()` runs its constructor
+            target = constructor or target
             if target is not None and self._runs_compiled(target, info, compiled):
                 return {func.value}
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value not in scope.imports:
             held = self._binding_at(func.value.value, at)
-            if isinstance(held, cst.Call) and isinstance(held.func, cst.Name) and held.func.value in scope.classes:
-                method = self._method_of(held.func.value, func.attr.value)
-                if method is not None and self._runs_compiled(method, info, False):
-                    return {func.value.value, held.func.value}
+            method = self._own_method(held, func.attr.value, scope)
+            if method is not None and self._runs_compiled(method, info, False):
+                return {func.value.value, held.func.value}
         return None
 
     def _compiles(self, call: cst.Call) -> bool:
@@ -1250,20 +1247,9 @@ class ModuleFacts:
     def _runs_compiled(self, start: FunctionInfo, info: FunctionInfo, compiled: bool) -> bool:
         """Running `start` (itself compiled, or not) runs code compiled for `info`: `start`
         reaches `info`, or reaches a function decorated with jit that reaches it."""
-        if compiled or start.node in self._jit_decorated:
+        if compiled or start.node in self.jit_decorated:
             return self._reaches(start, info)
-        return any(node in self._jit_decorated and self._reaches(self.functions[node], info) for node in self._reached_from(start))
-
-    @functools.cached_property
-    def _jit_decorated(self) -> set[cst.CSTNode]:
-        return {
-            info.node for info in self.functions.values()
-            if any((found := self.transform_of(d.decorator, info.parent)) is not None and found[0] in JIT_TRANSFORMS for d in info.decorators)
-        }
-
-    def _method_of(self, class_name: str, method: str) -> FunctionInfo | None:
-        class_scope = self.scopes.get(self.module_scope.classes[class_name])
-        return class_scope.defs.get(method) if class_scope is not None else None
+        return any(node in self.jit_decorated and self._reaches(self.functions[node], info) for node in self._reached_from(start))
 
     def _alike_each_pass(self, name: str, event: int, loop: tuple[int, int], seen: frozenset[str] = frozenset()) -> bool:
         """The binding of module-level `name` at `event`, inside `loop`, gives an equal value
@@ -1651,15 +1637,19 @@ class ModuleFacts:
             return None
         owner = scope.lookup(receiver)
         values = owner.values.get(receiver, []) if owner is not None else []
-        if len(values) != 1 or not isinstance(values[0], cst.Call) or not isinstance(values[0].func, cst.Name):
+        if len(values) != 1 or (owner.function is not None and receiver in owner.function.params):
             return None
-        if owner.function is not None and receiver in owner.function.params:
+        return self._own_method(values[0], method, owner)
+
+    def _own_method(self, made: FunctionInfo | cst.BaseExpression | None, method: str, scope: Scope) -> FunctionInfo | None:
+        """The class's own `method` for the object `made` is, when it is `Cls(...)` of a class
+        of this module (seen from `scope`); None for anything else, or an inherited method."""
+        if not (isinstance(made, cst.Call) and isinstance(made.func, cst.Name)):
             return None
-        class_name = values[0].func.value
-        class_owner = owner.lookup(class_name)
-        if class_owner is None or class_name not in class_owner.classes or class_name in class_owner.values:
+        owner = scope.lookup(made.func.value)
+        if owner is None or made.func.value not in owner.classes or made.func.value in owner.values:
             return None
-        class_scope = self.scopes.get(class_owner.classes[class_name])
+        class_scope = self.scopes.get(owner.classes[made.func.value])
         return class_scope.defs.get(method) if class_scope is not None else None
 
     def _method_for(self, receiver: str, attr: str, scope: Scope) -> FunctionInfo | None:
@@ -1801,6 +1791,7 @@ class ModuleFacts:
                 self._mark_root(info, transform, spec)
                 if transform in JIT_TRANSFORMS:
                     self.jitted_names[(info.parent, info.name)] = spec
+                    self.jit_decorated.add(info.node)
         # 2. call forms: jax.jit(f, ...), lax.scan(body, ...), partial(jax.jit, ...)(f)
         for call, scope in self.transform_calls:
             if call not in self.eager_transform_calls:

@@ -178,7 +178,7 @@ def find_root(path: Path) -> Path | None:
 
 @functools.lru_cache(maxsize=4096)
 def _root_of_folder(folder: Path) -> Path | None:
-    if any((folder / marker).exists() for marker in ROOT_MARKERS):
+    if _project_root(folder):
         return folder
     return None if folder.parent == folder else _root_of_folder(folder.parent)
 
