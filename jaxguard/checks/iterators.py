@@ -51,6 +51,9 @@ class IteratorInTraced(Rule):
         # made by a function that runs once; the jitted function it builds keeps its code
         "import jax\ndef build(xs):\n    tiles = iter(xs)\n    @jax.jit\n    def step(x):\n        return x + next(tiles)\n"
         "    return step\n",
+        # the caller's iterator, drawn from in a function that jitted code calls
+        "import jax\nimport haiku as hk\ndef layers(x, rngs):\n    return hk.dropout(next(rngs), 0.1, x)\n"
+        "@jax.jit\ndef f(x, rngs):\n    return layers(x, rngs)\n",
         # the same under vmap inside a jitted function the maker returns: jit keeps the first draw
         "import jax\ndef build(xs):\n    tiles = iter(xs)\n    @jax.jit\n    def step(x):\n"
         "        return jax.vmap(lambda y: y + next(tiles))(x)\n    return step\n",
@@ -68,6 +71,10 @@ class IteratorInTraced(Rule):
         # made on every call from the caller's key, drawn from in a closure vmap traces in place
         "import jax\nimport haiku as hk\ndef evaluate(params, rng, xs):\n    rngs = hk.PRNGSequence(rng)\n"
         "    def f(x):\n        return model(params, next(rngs), x)\n    return jax.vmap(f)(xs)\n",
+        # a parameter rebound to a sequence made on every call (Haiku's MLP with dropout),
+        # in a function that traced code calls
+        "import jax\nimport haiku as hk\ndef layers(x, rng=None):\n    rng = hk.PRNGSequence(rng) if rng is not None else None\n"
+        "    return hk.dropout(next(rng), 0.1, x)\n@jax.jit\ndef f(x, key):\n    return layers(x, key)\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -93,8 +100,8 @@ class IteratorInTraced(Rule):
         checked at the call."""
         owner = self.ctx.scope.lookup(name)
         maker = owner.function if owner is not None else None
-        if maker is None or (name in maker.params and not maker.params_traced):
-            return False
+        if maker is None or (name in maker.params and not maker.params_traced and not owner.values.get(name)):
+            return False  # the caller's iterator (a parameter the body never rebinds)
         function = self.ctx.function
         while function is not maker:
             # a jitted function keeps its code: a second call draws nothing
