@@ -371,6 +371,13 @@ def test_a_key_is_paired_within_a_cell_and_after_a_split_across_cells(tmp_path, 
     code, out = run_cells(tmp_path, capsys, [("code", "import jax\nkey = jax.random.PRNGKey(0)\nk1, k2 = jax.random.split(key)"),
                                              ("code", "y = jax.random.uniform(key, (3,))")])
     assert "nb.ipynb:cell 2:1:5: JG602" in out
+    # drawn from, then split (learned_optimization's notebook): a later cell's use repeats
+    # the split's keys, as after a split alone
+    code, out = run_cells(tmp_path, capsys, [
+        ("code", "import jax\nkey = jax.random.PRNGKey(0)\nw = jax.random.normal(key, (3,))\nkeys = jax.random.split(key, 4)"),
+        ("code", "k1, key = jax.random.split(key)"),
+    ])
+    assert "nb.ipynb:cell 1:4:8: JG601" in out and "nb.ipynb:cell 2:1:11: JG602" in out
     # the same code as a module is one program: the second draw is reported
     (tmp_path / "mod.py").write_text("\n".join(source for kind, source in cells if kind == "code") + "\n")
     code, out = run(capsys, "mod.py")

@@ -897,3 +897,81 @@ def test_modules_are_named_as_imported_below_a_repository_folder_with_an_init(tm
     assert (f"{top}nux/base.py", "JG601") not in found(root, ".")
     (root / top / "nux" / "other.py").write_text("import jax\n")
     assert (f"{top}nux/base.py", "JG601") in found(root, ".")
+
+
+def test_a_call_on_an_object_of_a_project_class_is_judged_by_that_class_method(tmp_path):
+    # NuX's flows keep layer objects (`self.sigmoid = Sigmoid()`) and hand them the key by
+    # keyword; Sigmoid.__call__ swallows it in a `**kwargs` it never reads, Noise draws
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/acts.py": """
+            import jax
+
+            class Sigmoid:
+                def __call__(self, x, inverse=False, **kwargs):
+                    return jax.nn.sigmoid(x)
+
+            class Noise:
+                def __call__(self, x, rng_key=None, **kwargs):
+                    return x + jax.random.normal(rng_key, x.shape)
+
+                def sample(self, rng_key, shape):
+                    return jax.random.normal(rng_key, shape)
+        """,
+        "pkg/flow.py": """
+            import jax
+            from pkg.acts import Noise, Sigmoid
+
+            class Flow:
+                def __init__(self):
+                    self.sigmoid = Sigmoid()
+                    self.noise = Noise()
+
+                def swallowed(self, x, rng_key):
+                    k1, k2 = jax.random.split(rng_key)
+                    return self.sigmoid(x + jax.random.normal(k1, x.shape), rng_key=rng_key)
+
+                def drawn_twice(self, x, rng_key):
+                    return self.noise(x, rng_key=rng_key) + self.noise(x, rng_key=rng_key)
+
+                def positional(self, rng_key):
+                    return self.noise.sample(rng_key, (2,)) + self.noise.sample(rng_key, (2,))
+
+            def local_object(x, rng_key):
+                noise = Noise()
+                return noise(x, rng_key) + jax.random.normal(rng_key, x.shape)
+        """,
+    })
+    lines = {(line, code) for path, line, code in check(root, "pkg") if path == "pkg/flow.py"}
+    assert lines == {(14, "JG601"), (17, "JG601"), (21, "JG601")}
+
+
+def test_a_project_function_swallowing_a_key_in_unread_kwargs_ignores_it(tmp_path):
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/low.py": """
+            import jax
+
+            def scale(x, **kwargs):
+                return 2 * x
+
+            def forward(x, **kwargs):
+                return draw(x, **kwargs)
+
+            def draw(x, rng_key=None):
+                return x + jax.random.normal(rng_key, x.shape)
+        """,
+        "pkg/top.py": """
+            import jax
+            from pkg.low import forward, scale
+
+            def ignored(x, rng_key):
+                return scale(x, rng_key=rng_key) + jax.random.normal(rng_key, x.shape)
+
+            def handed_on(x, rng_key):
+                return forward(x, rng_key=rng_key) + jax.random.normal(rng_key, x.shape)
+        """,
+    })
+    lines = {(line, code) for path, line, code in check(root, "pkg") if path == "pkg/top.py"}
+    # `forward` reads its kwargs: where the key goes is not proven, a possible draw beside a certain one
+    assert lines == {(8, "JG601")}

@@ -631,6 +631,104 @@ def test_an_object_of_a_class_of_the_module_is_judged_by_its_method():
     assert "JG601" in found(drawing.replace("return flow(x, params=p, rng_key=key)", "return flow.__call__(x, p, key)"))
 
 
+def test_an_object_an_attribute_holds_is_judged_by_its_class_method():
+    # NuX's flows: `self.sigmoid = Sigmoid()` in __init__, then `self.sigmoid(x, rng_key=key)`:
+    # Sigmoid.__call__ swallows the key in a `**kwargs` it never reads, so nothing is drawn
+    source = """
+    import jax
+
+    class Sigmoid:
+        def __call__(self, x, inverse=False, **kwargs):
+            return jax.nn.sigmoid(x)
+
+    class Flow:
+        def __init__(self):
+            self.sigmoid = Sigmoid()
+
+        def __call__(self, x, rng_key):
+            k1, k2 = jax.random.split(rng_key)
+            x = x + jax.random.normal(k1, x.shape)
+            return self.sigmoid(x, rng_key=rng_key)
+    """
+    assert "JG602" not in found(source)
+    # a layer that does draw from the key it is given: drawn from after the split
+    drawing = source.replace("return jax.nn.sigmoid(x)", "return x + jax.random.normal(kwargs['rng_key'], x.shape)")
+    assert "JG602" in found(drawing)  # a `**kwargs` it reads: a possible draw, beside the split
+    named = source.replace("(self, x, inverse=False, **kwargs)", "(self, x, inverse=False, rng_key=None)").replace(
+        "return jax.nn.sigmoid(x)", "return x + jax.random.normal(rng_key, x.shape)")
+    assert "JG602" in found(named)
+    # an attribute that another method rebinds to something else: not known, a possible draw
+    # beside the split, as before
+    rebound = source.replace("            self.sigmoid = Sigmoid()\n", "            self.sigmoid = Sigmoid()\n\n    def reset(self, f):\n        self.sigmoid = f\n")
+    assert "JG602" in found(rebound)
+
+
+def test_a_draw_under_one_value_of_a_local_is_not_paired_with_a_draw_under_another():
+    # sbgm's get_dataset: `name = config.name.lower()`, then one `if name == "...":` per
+    # dataset, each handing the key to its own loader: only one runs
+    source = """
+    import jax
+
+    def get_dataset(key, config):
+        name = config.name.lower()
+        if name == "moons":
+            data = jax.random.normal(key, (10,))
+        if name == "grfs":
+            data = jax.random.uniform(key, (10,))
+        return data
+    """
+    assert "JG601" not in found(source)
+    # a name the body binds again may change between the tests: both may run
+    rebound = source.replace('        if name == "grfs":', '        name = "grfs"\n        if name == "grfs":')
+    assert "JG601" in found(rebound)
+    # two tests of different names can both hold
+    other = source.replace('if name == "grfs":', 'if config.kind == "grfs":')
+    assert "JG601" in found(other)
+
+
+def test_one_key_for_two_reorderings_keeps_paired_arrays_aligned():
+    # rigno's evaluation permutes the model's input and the ground truth with one key, so
+    # they stay comparable point by point: `permutation` twice, directly or through a helper
+    source = """
+    import jax
+
+    def permute(batch, key=None):
+        if key is None:
+            key = jax.random.PRNGKey(0)
+        order = jax.random.permutation(key, batch.shape[0])
+        return batch[order]
+
+    def aligned(x, y, key):
+        return permute(x, key), permute(y, key)
+
+    def direct(x, y, key):
+        return jax.random.permutation(key, x), jax.random.permutation(key, y)
+    """
+    assert "JG601" not in found(source)
+    # a helper that also draws noise from the key (a reuse inside it): its two calls draw
+    # the same noise for x and y
+    noisy = source.replace("        return batch[order]", "        return batch[order] + jax.random.normal(key, batch.shape)")
+    assert found(noisy).count("JG601") == 2
+    # a reordering beside a draw of other numbers is still a reuse
+    mixed = source.replace("jax.random.permutation(key, y)", "jax.random.normal(key, y.shape)")
+    assert "JG601" in found(mixed)
+
+
+def test_a_flax_module_tabulate_draws_nothing():
+    # cleanba prints `network.tabulate(network_key, obs)`: Flax evaluates the module under
+    # jax.eval_shape to list its shapes, so the key is not drawn from
+    source = """
+    import jax
+
+    def setup(network, network_key, obs):
+        print(network.tabulate(network_key, obs))
+        return network.init(network_key, obs), jax.random.normal(network_key, obs.shape)
+    """
+    assert "JG601" not in found(source.replace("network.init(network_key, obs), ", ""))
+    # a real initialisation beside the draw: the key is used twice
+    assert "JG601" in found(source)
+
+
 def test_a_key_a_scan_only_carries_is_not_drawn_from():
     # the keys for the steps are split from `key`, which also rides in the carry: the body
     # passes it through untouched (or drops it), so nothing is drawn from it twice

@@ -74,28 +74,14 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return {n.value for n in descendants(node) if isinstance(n, cst.Name)}
 
 
-def self_assignments(ctx, method: FunctionInfo | None, attribute: str) -> list[tuple[cst.BaseExpression, FunctionInfo]] | None:
+def self_assignments(ctx, method: FunctionInfo | None, attribute: str) -> list[tuple[cst.BaseExpression | None, Scope]] | None:
     """The values the methods of `method`'s class assign to `self.<attribute>` (`self.w =
-    np.ones(3)` in `setUp`, `self.lamb = popsize` in `__init__`), each with the method that
-    assigns it; None outside a class."""
+    np.ones(3)` in `setUp`, `self.lamb = popsize` in `__init__`; None for an augmented or
+    unpacking assignment), each with the scope it is made in; None outside a class."""
     method = ctx.facts.enclosing_method(method)
     if method is None:
         return None
-    found: list[tuple[cst.BaseExpression, FunctionInfo]] = []
-    for function in method.parent.defs.values():
-        receiver = function.params[0] if function.params else None
-        for node in descendants(function.node):
-            if isinstance(node, cst.Assign):
-                for target in node.targets:
-                    t = target.target
-                    if (
-                        isinstance(t, cst.Attribute)
-                        and t.attr.value == attribute
-                        and isinstance(t.value, cst.Name)
-                        and t.value.value == receiver
-                    ):
-                        found.append((node.value, function))
-    return found
+    return ctx.facts.attribute_values(method.parent).get(attribute, [])
 
 
 @contextlib.contextmanager

@@ -1127,9 +1127,9 @@ class UnpinnedMatmulPrecision(Rule):
                 values = self_assignments(ctx, ctx.function, node.attr.value)  # set in setUp
                 if not values:
                     return False
-                for value, method in values:
-                    with resolving_in(ctx, method.scope):
-                        if not self._exact(value, depth + 1):
+                for value, scope in values:
+                    with resolving_in(ctx, scope):
+                        if value is None or not self._exact(value, depth + 1):
                             return False
                 return True
             return False

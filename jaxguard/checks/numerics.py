@@ -726,9 +726,9 @@ def _integer_attribute(ctx, node: cst.Attribute) -> bool:
     assigned = self_assignments(ctx, ctx.function, node.attr.value)
     if not assigned:
         return False
-    for value, method in assigned:
-        with resolving_in(ctx, method.scope):
-            if not integer_valued(ctx, value, 2):
+    for value, scope in assigned:
+        with resolving_in(ctx, scope):
+            if value is None or not integer_valued(ctx, value, 2):
                 return False
     return True
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxguard.checks._common import descendants
+from jaxguard.checks._common import descendants, names_in
 from jaxguard.lint.facts import (
     ModuleFacts,
     Scope,
@@ -77,6 +77,9 @@ class Use:
     # the tests known to hold, and how, on the path where it was used (see `_State.holds`)
     under: tuple = ()
     cell: int = 0  # the notebook cell it is in (0 outside notebooks)
+    # it only reorders (`permutation`, `shuffle`, or a function of this module that only
+    # does): one key for two reorderings permutes paired arrays alike, on purpose
+    reorders: bool = False
 
 
 @dataclass
@@ -151,13 +154,23 @@ class KeyFlow:
 
     @functools.cached_property
     def _flag_names(self) -> tuple[set[str], set[str]]:
-        """(parameters, `self.` attributes) the body never assigns: their truth holds for the
-        whole call (`bootstrap`, `self.return_trace`); worked out at the first `if` judged."""
+        """(names, `self.` attributes) whose truth holds for the whole call once they are
+        bound (`bootstrap`, `self.return_trace`, `name = config.name.lower()`): parameters the
+        body never assigns, and locals one plain statement of the body binds, outside loops
+        and branches; worked out at the first `if` judged."""
         function = self.scope.function
         if function is None:
             return set(), set()
         body = function.node.body
-        return set(function.params) - assigned_names(body), {a for a in _assigned_attributes(body) if a.startswith("self.")}
+        bound_once = {
+            target.target.value
+            for statement in _block(body) if isinstance(statement, cst.SimpleStatementLine)
+            for small in statement.body if isinstance(small, cst.Assign)
+            for target in small.targets if isinstance(target.target, cst.Name)
+        }
+        bound_once = {name for name in bound_once if len(self.scope.values.get(name, ())) == 1}
+        flags = (set(function.params) - assigned_names(body)) | (bound_once - set(function.params))
+        return flags, {a for a in _assigned_attributes(body) if a.startswith("self.")}
 
     def _random_key_names(self, calls) -> set[str]:
         """Names used as keys here: given to `jax.random`, or to a function of this module
@@ -443,7 +456,10 @@ class KeyFlow:
             key = self._key_id(arg, known_only=False) if arg is not None else None
             if key is not None and key.split("[")[0] not in shadowed:
                 split = name == "jax.random.split"
-                self._consume(key, call, name, split, state, maybe=not split and self._only_shape_used(call, drawn=True))
+                self._consume(
+                    key, call, name, split, state, maybe=not split and self._only_shape_used(call, drawn=True),
+                    reorders=_is_reordering(name),
+                )
                 if shadowed and not self.key_param and name.rsplit(".", 1)[-1] not in _REORDERINGS:
                     # (one permutation for each of several arrays keeps paired data aligned)
                     # in a comprehension's element: every element draws from the same key
@@ -471,7 +487,9 @@ class KeyFlow:
         if KEY_LOOKING.match(consumer.rsplit(".", 1)[-1]):
             return  # `is_prng_key(key)`, `check_key(key)`: looking is not drawing
         callee = self.facts.function_for(call.func, self.scope) or self.facts.instance_method(call.func, self.scope)
-        if callee is None and _stores(call, name) and not (self.facts.project and self.facts.project.callee(name)):
+        # a method of an object of a project class is judged by the index, by that method's name
+        project_name = (name or self.facts.object_method_name(call.func, self.scope)) if callee is None else None
+        if callee is None and _stores(call, name) and not (self.facts.project and self.facts.project.callee(project_name)):
             return  # a constructor, `replace`, a container or a logger keeps the key: no draw
         haiku_apply = self._is_haiku_apply(call.func)
         side_streams = _init_side_streams(call, {id(node) for _, _, node in found})
@@ -481,7 +499,7 @@ class KeyFlow:
             how = param_use(self.facts, callee, param, _given_params(self.facts, callee, call)) if param is not None else None
             if param is not None and how is None:
                 continue  # the callee ignores it, or re-derives it with fold_in
-            verdict = project_key_verdict(self.facts, name, call, arg) if callee is None or inside else None
+            verdict = project_key_verdict(self.facts, project_name or name, call, arg) if callee is None or inside else None
             if verdict == IGNORES:
                 continue  # a project function that never draws from the key, or never opens its container
             if inside:
@@ -492,12 +510,16 @@ class KeyFlow:
             # paired with another use.
             # (a function of this module is judged by what its body does with the key: a
             # helper that only hands it to a model's apply is itself a maybe-draw)
-            proven = callee is not None or verdict == DRAWS or _samples(call)
+            # (a function of this module whose parameter receiving the key cannot be read, a
+            # `**kwargs` it reads or a `*args`, is not proven to draw either)
+            unread = param is None and callee is not None and not inside and isinstance(callee.node, cst.FunctionDef)
+            proven = (callee is not None and not unread) or verdict == DRAWS or _samples(call)
             maybe = (
                 (haiku_apply and arg.keyword is None and not inside) or id(node) in side_streams
                 or _apply_signature_key(call, node) or how == MAYBE or verdict == MAYBE or self._only_shape_used(call, drawn=_samples(call) and not call_tail(call.func).startswith("init"))
             )
-            self._consume(key, node, consumer, False, state, maybe, possible=not proven)
+            reorders = param is not None and how is not None and _only_reorders(self.facts, callee, param)
+            self._consume(key, node, consumer, False, state, maybe, possible=not proven, reorders=reorders)
 
     def _carried_undrawn(self, call: cst.Call, loop: str, arg: cst.Arg, node) -> bool:
         """`lax.scan(step, (state, key), xs)` where `step` (a function of this module) never
@@ -729,9 +751,10 @@ class KeyFlow:
         state.folded.setdefault(key, set()).add(index)
 
     def _consume(
-        self, key: str, node, consumer: str, is_split: bool, state: _State, maybe: bool = False, possible: bool = False
+        self, key: str, node, consumer: str, is_split: bool, state: _State, maybe: bool = False, possible: bool = False,
+        reorders: bool = False,
     ) -> None:
-        use = Use(key, node, consumer, is_split, self.statement, maybe, possible, state.holds, self.cell)
+        use = Use(key, node, consumer, is_split, self.statement, maybe, possible, state.holds, self.cell, reorders)
         count = _split_count(node) if is_split else None
         folded = sorted(i for i in state.folded.get(key, ()) if count is not None and i < count)
         if folded:
@@ -761,6 +784,8 @@ class KeyFlow:
             return
         if previous is not None and previous.possible and use.possible:
             return  # two calls whose code is not read: no draw is proven
+        if previous is not None and previous.reorders and use.reorders:
+            return  # `permutation(key, x)` and `permutation(key, y)`: paired arrays stay aligned
         if previous is not None:
             code = "JG602" if previous.is_split else "JG601"
             if any(f.code == code and f.use.key == key and f.use.statement is self.statement for f in self.findings):
@@ -776,6 +801,10 @@ class KeyFlow:
             elif self.loop_body_of and self.scope.lookup(base) is not self.scope and self.scope.lookup(base) is not None:
                 self.findings.append(Finding("JG603", use))
         state.consumed.setdefault(key, use)
+        if use.is_split and not use.maybe and not use.possible and not state.consumed[key].is_split:
+            # drawn from, then split: a later use is judged as a use after the split (whose
+            # keys it repeats), reported across notebook cells too
+            state.consumed[key] = use
 
 
 def _block(block) -> list:
@@ -1058,7 +1087,13 @@ def _receiving_param(facts: ModuleFacts, callee, call: cst.Call, arg: cst.Arg) -
     positional_params = [p.name.value for p in (*parameters.posonly_params, *parameters.params)]
     names = {p.name.value for p in (*parameters.posonly_params, *parameters.params, *parameters.kwonly_params)}
     if arg.keyword is not None:
-        return arg.keyword.value if arg.keyword.value in names else None
+        if arg.keyword.value in names:
+            return arg.keyword.value
+        # swallowed by a `**kwargs` the body never reads: the key goes nowhere
+        swallowed = parameters.star_kwarg
+        if isinstance(swallowed, cst.Param) and swallowed.name.value not in names_in(node.body):
+            return swallowed.name.value
+        return None
     index = 0
     for other in call.args:
         if other.star:
@@ -1080,9 +1115,9 @@ def _keys_for_callees(facts: ModuleFacts, calls, scope: Scope) -> set[str]:
         candidates = [arg for arg in call.args if isinstance(arg.value, cst.Name) and KEY_PARAM.match(arg.value.value)]
         if not candidates:
             continue
-        callee = facts.function_for(call.func, scope)
+        callee = facts.function_for(call.func, scope) or facts.instance_method(call.func, scope)
         if callee is None:
-            qualified = facts.qualname(call.func, scope)
+            qualified = facts.qualname(call.func, scope) or facts.object_method_name(call.func, scope)
             names.update(
                 arg.value.value  # type: ignore[attr-defined]
                 for arg in candidates
@@ -1094,6 +1129,25 @@ def _keys_for_callees(facts: ModuleFacts, calls, scope: Scope) -> set[str]:
             if param is not None and consumes_param(facts, callee, param):
                 names.add(arg.value.value)  # type: ignore[attr-defined]
     return names
+
+
+def _only_reorders(facts: ModuleFacts, info, param: str) -> bool:
+    """The module-local function `info` uses the key it receives as `param` only to reorder
+    (`permutation(key, n)`, `shuffle`), besides looking at it (`key is None`)."""
+    if not isinstance(info.node, cst.FunctionDef):
+        return False
+    nodes = descendants(info.node.body)
+    uses = [n for n in nodes if isinstance(n, cst.Name) and n.value == param and n in facts.loads]
+    reordering = {
+        id(node.args[0].value) for node in nodes
+        if isinstance(node, cst.Call) and node.args and _is_reordering(facts.qualname(node.func, info.scope))
+    }
+    looked = {id(node.left) for node in nodes if isinstance(node, cst.Comparison)}
+    return bool(uses) and all(id(n) in reordering or id(n) in looked for n in uses) and any(id(n) in reordering for n in uses)
+
+
+def _is_reordering(name: str | None) -> bool:
+    return name is not None and name.startswith("jax.random.") and name.rsplit(".", 1)[-1] in _REORDERINGS
 
 
 def project_key_verdict(facts: ModuleFacts, qualified: str | None, call: cst.Call, arg: cst.Arg) -> str | None:
@@ -1403,9 +1457,11 @@ class KeyReuse(_KeyRule):
     what = """
         Flags a PRNG key consumed twice (by `jax.random` samplers or by functions it is passed
         to) with no `split` rebinding it in between, on some path. Not a consumption: abstract
-        evaluations (`eval_shape`, `make_jaxpr`, `.lower()`, `flax.linen.tabulate`), `clone`, a
+        evaluations (`eval_shape`, `make_jaxpr`, `.lower()`, `flax.linen.tabulate` and a
+        module's `.tabulate`), `clone`, a
         callee of the module (a method too, called on an object of a class of the module:
-        `flow = Flow(); flow(x, rng_key=key)` runs `Flow.__call__`) that ignores its key or
+        `flow = Flow(); flow(x, rng_key=key)` runs `Flow.__call__`) that ignores its key,
+        swallows it in a `**kwargs` it never reads, or
         re-derives it with `fold_in`, a key in the
         carry of a `lax.scan`/`fori_loop`/`while_loop` whose body (of the module) passes it
         through untouched or drops it (`state, _ = carry`). A callee of the module that draws
@@ -1424,8 +1480,16 @@ class KeyReuse(_KeyRule):
         (`net.init(key, normal(key, (1, n)))`: init runs the model on it only to learn shapes;
         also with a batch axis added, `space.sample(key)[None]`), or a value read only by an
         abstract evaluation (`jax.eval_shape(f, state.params)`).
+        An object's method is judged by its class, of this module or of the project, when
+        every binding of the object is a call of that class (`self.act = Sigmoid()` in
+        `__init__`, then `self.act(x, rng_key=key)` runs `Sigmoid.__call__`). Two reorderings
+        (`permutation`, `shuffle`, or callees of the module that only reorder with the key)
+        are not paired: one key permutes paired arrays alike, on purpose. Draws under tests
+        that cannot both hold (`if name == "moons":` and `if name == "grfs":`, with `name`
+        a parameter the body never rebinds, or a local bound once) are not on one path.
         In a notebook, draws are paired within a cell: a seed drawn from again in a later cell
-        is shared by two experiments on purpose (a key used after a split is still JG602).
+        is shared by two experiments on purpose (a key used after a split is still JG602,
+        also when it was drawn from before the split).
     """
     why = """
         JAX's random functions do not advance any state: the same key gives the same numbers.

@@ -1140,7 +1140,7 @@ class JitInLoop(Rule):
         """"bound" when `target.value`'s class is a module-local class that defines the method
         (and no instance attribute of that name hides it), "stored" when the instance keeps a
         function of that name, "unknown" otherwise."""
-        klass = self._class_of(target.value.value)  # type: ignore[attr-defined]
+        klass = self.ctx.facts.object_class(target.value, self.ctx.scope)
         if klass is None:
             return "unknown"
         name = target.attr.value
@@ -1157,32 +1157,6 @@ class JitInLoop(Rule):
         if any(self.ctx.facts.decorator_name(d, klass) in ("staticmethod", "builtins.staticmethod") for d in method.decorators):
             return "stored"
         return "bound"
-
-    def _class_of(self, name: str):
-        """The scope of the module-local class whose instance `name` is: `self` in its methods,
-        or a name only ever bound to `Cls(...)`."""
-        ctx = self.ctx
-        owner = ctx.scope.lookup(name)
-        if owner is None:
-            return None
-        function = owner.function
-        if function is not None and function.params and function.params[0] == name and function.class_name:
-            klass = function.parent
-            return klass if klass.kind == "class" and name not in owner.values else None
-        values = owner.values.get(name, [])
-        classes = set()
-        for value in values:
-            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
-                return None
-            where = owner.lookup(value.func.value)
-            node = where.classes.get(value.func.value) if where is not None else None
-            if node is None:
-                return None
-            classes.add(node)
-        if len(classes) != 1:
-            return None
-        return ctx.facts.scopes.get(classes.pop())
-
 
     def _compiles_each_iteration(self, built: cst.Call, call: cst.Call) -> bool:
         """`jax.jit(f, static_argnums=(2,))(a, b, j)` with `j` from the loop, or an argument

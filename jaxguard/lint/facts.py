@@ -261,6 +261,52 @@ def _params(parameters: cst.Parameters) -> list[str]:
     return names
 
 
+def _receivers_and_methods(func: cst.BaseExpression) -> list[tuple[cst.BaseExpression, str]]:
+    """What a call of `func` may run: `obj(...)` runs `obj.__call__`; `a.b(...)` runs method
+    `b` of the object `a`, or else (`self.act(x)`) `__call__` of the object `a.b`."""
+    if isinstance(func, cst.Name):
+        return [(func, "__call__")]
+    if not isinstance(func, cst.Attribute):
+        return []
+    return [(func.value, func.attr.value), (func, "__call__")]
+
+
+def _attribute_assignments(body: cst.CSTNode, receiver: str) -> list[tuple[str, cst.BaseExpression | None]]:
+    """(attr, value) for each `receiver.attr = value` in a body (None: assigned otherwise, by
+    an augmented or unpacking assignment), outside nested functions and classes."""
+    found = []
+
+    class _Stores(cst.CSTVisitor):
+        def visit_FunctionDef(self, node) -> bool:
+            return False
+
+        def visit_ClassDef(self, node) -> bool:
+            return False
+
+        def visit_Lambda(self, node) -> bool:
+            return False
+
+        def _target(self, target, value) -> None:
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == receiver:
+                found.append((target.attr.value, value))
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    self._target(element.value, None)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                self._target(target.target, node.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._target(node.target, node.value)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._target(node.target, None)
+
+    body.visit(_Stores())
+    return found
+
+
 def all_params(parameters: cst.Parameters) -> list[cst.Param]:
     """Every parameter node: positional, `*args`, keyword-only, `**kwargs`."""
     params = [*parameters.posonly_params, *parameters.params, *parameters.kwonly_params]
@@ -1626,46 +1672,99 @@ class ModuleFacts:
         return None
 
     def instance_method(self, func: cst.BaseExpression, scope: Scope) -> FunctionInfo | None:
-        """`obj(...)` or `obj.m(...)` where `obj` is bound once, and only there, to `Cls(...)`
-        of a class of this module: the class's own `__call__` or `m` (None when the method is
+        """`obj(...)` or `obj.m(...)` on an object of a class of this module (see
+        `object_class`): the class's own `__call__` or `m` (None when the method is
         inherited, or the object is anything else)."""
-        if isinstance(func, cst.Name):
-            receiver, method = func.value, "__call__"
-        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
-            receiver, method = func.value.value, func.attr.value
+        for receiver, method in _receivers_and_methods(func):
+            class_scope = self.object_class(receiver, scope)
+            if class_scope is not None and method in class_scope.defs:
+                return class_scope.defs[method]
+        return None
+
+    def object_method_name(self, func: cst.BaseExpression, scope: Scope) -> str | None:
+        """The qualified name of the method `obj(...)` or `obj.m(...)` runs when the object is
+        made by a call of a named class (`self.act = Sigmoid()` with `Sigmoid` imported from
+        `pkg.flows`: `pkg.flows.Sigmoid().__call__`, as the module's summary names it), for
+        the project index to judge; None when the object's maker is not known."""
+        for receiver, method in _receivers_and_methods(func):
+            made = self.object_made(receiver, scope)
+            if made is not None:
+                maker = self.qualname(made[0].func, made[1])
+                return f"{maker}().{method}" if maker else None
+        return None
+
+    def object_class(self, receiver: cst.BaseExpression, scope: Scope) -> Scope | None:
+        """The scope of the class of this module whose object `receiver` is: `self` in the
+        class's methods (never rebound), or an object `object_made` by `Cls(...)`."""
+        if isinstance(receiver, cst.Name):
+            class_scope = self._class_of_method(receiver.value, scope)
+            owner = scope.lookup(receiver.value)
+            if class_scope is not None and owner is not None and owner.function is not None and owner.function.class_name:
+                return class_scope if receiver.value not in owner.values else None
+        made = self.object_made(receiver, scope)
+        return self._made_class(made[0], made[1]) if made is not None else None
+
+    def object_made(self, receiver: cst.BaseExpression, scope: Scope) -> tuple[cst.Call, Scope] | None:
+        """(a call that makes the object, the scope it is made in) for a name (not a
+        parameter) or an attribute `self.attr` that every binding (every assignment in its
+        class's methods or body) binds to a call of one same name."""
+        if isinstance(receiver, cst.Name):
+            owner = scope.lookup(receiver.value)
+            if owner is None or (owner.function is not None and receiver.value in owner.function.params):
+                return None
+            made = [(value, owner) for value in owner.values.get(receiver.value, [])]
+        elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name):
+            class_scope = self._class_of_method(receiver.value.value, scope)
+            made = self.attribute_values(class_scope).get(receiver.attr.value, []) if class_scope is not None else []
         else:
             return None
-        owner = scope.lookup(receiver)
-        values = owner.values.get(receiver, []) if owner is not None else []
-        if len(values) != 1 or (owner.function is not None and receiver in owner.function.params):
-            return None
-        return self._own_method(values[0], method, owner)
+        makers = {dotted_name(call.func) if isinstance(call, cst.Call) else None for call, _ in made}
+        return made[0] if made and len(makers) == 1 and None not in makers else None
 
     def _own_method(self, made: FunctionInfo | cst.BaseExpression | None, method: str, scope: Scope) -> FunctionInfo | None:
         """The class's own `method` for the object `made` is, when it is `Cls(...)` of a class
         of this module (seen from `scope`); None for anything else, or an inherited method."""
+        class_scope = self._made_class(made, scope)
+        return class_scope.defs.get(method) if class_scope is not None else None
+
+    def _made_class(self, made: FunctionInfo | cst.BaseExpression | None, scope: Scope) -> Scope | None:
+        """The scope of the class of this module that `made`, a call `Cls(...)` seen from
+        `scope`, makes an object of (None when the name is rebound to a value)."""
         if not (isinstance(made, cst.Call) and isinstance(made.func, cst.Name)):
             return None
         owner = scope.lookup(made.func.value)
         if owner is None or made.func.value not in owner.classes or made.func.value in owner.values:
             return None
-        class_scope = self.scopes.get(owner.classes[made.func.value])
-        return class_scope.defs.get(method) if class_scope is not None else None
+        return self.scopes.get(owner.classes[made.func.value])
+
+    def _class_of_method(self, receiver: str, scope: Scope) -> Scope | None:
+        """The class scope of the innermost enclosing method whose first parameter is
+        `receiver` (`self`), from inside it or a function nested in it."""
+        function_scope: Scope | None = scope
+        while function_scope is not None:
+            info = function_scope.function
+            if function_scope.kind == "function" and info is not None and info.class_name and info.params and info.params[0] == receiver:
+                return info.parent
+            function_scope = function_scope.parent
+        return None
+
+    def attribute_values(self, class_scope: Scope) -> dict[str, list[tuple[cst.BaseExpression, Scope]]]:
+        """Each attribute of a class's objects, with every value its methods assign it
+        (`self.attr = value`) or its body binds, and the scope the value is made in."""
+        cache = self.derived.setdefault("attribute-values", {})
+        if class_scope.node not in cache:
+            found: dict[str, list] = {name: [(v, class_scope) for v in values] for name, values in class_scope.values.items()}
+            for method in class_scope.defs.values():
+                if isinstance(method.node, cst.FunctionDef) and method.params:
+                    for target, value in _attribute_assignments(method.node.body, method.params[0]):
+                        found.setdefault(target, []).append((value, method.scope))
+            cache[class_scope.node] = found
+        return cache[class_scope.node]
 
     def _method_for(self, receiver: str, attr: str, scope: Scope) -> FunctionInfo | None:
         """`self.step` inside a method of class C -> C.step."""
-        function_scope: Scope | None = scope
-        while function_scope is not None and function_scope.kind != "function":
-            function_scope = function_scope.parent
-        while function_scope is not None:
-            info = function_scope.function
-            if info is not None and info.class_name and info.params and info.params[0] == receiver:
-                class_scope = info.parent
-                return class_scope.defs.get(attr)
-            function_scope = function_scope.parent
-            while function_scope is not None and function_scope.kind != "function":
-                function_scope = function_scope.parent
-        return None
+        class_scope = self._class_of_method(receiver, scope)
+        return class_scope.defs.get(attr) if class_scope is not None else None
 
     def nnx_managed(self, name: str, scope: Scope) -> bool:
         """`name` is a parameter of a function a `flax.nnx` transformation traces: an NNX

@@ -78,8 +78,9 @@ ABSTRACT_TRACES = frozenset({
     "flax.linen.tabulate",
 })
 # `jax.jit(f).lower(x)`, `jitted.trace(x)`: staged out and compiled, not run;
-# `jitted.eval_shape(x)`: shapes only.
-ABSTRACT_METHODS = frozenset({"lower", "trace", "eval_shape"})
+# `jitted.eval_shape(x)`: shapes only; a Flax module's `model.tabulate(key, x)`, like
+# `flax.linen.tabulate`, evaluates it under jax.eval_shape to print a table of shapes.
+ABSTRACT_METHODS = frozenset({"lower", "trace", "eval_shape", "tabulate"})
 # Helpers named for them: `fast_eval_shape(f, x)`, `abstract_to_dot(f)(x)`, and functions of
 # a module named for jaxprs (`jaxpr_info.make_model_info(f)(x)`).
 _ABSTRACT_FUNCTION = re.compile(r"eval_shape|make_jaxpr|^abstract")

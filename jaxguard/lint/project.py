@@ -60,6 +60,7 @@ class Callee(NamedTuple):
     # ((position, parameter), ...): keys it draws from and hands back in its result
     # (position -1: the whole result)
     handed_back: tuple
+    swallows: bool = False  # a `**kwargs` it never reads takes the keywords it has no parameter for
 
     def param_for(self, args, arg) -> str | None:
         """The parameter that `arg` (one of the call's `args`, libcst or otherwise: `.keyword`
@@ -144,6 +145,8 @@ class ProjectView:
         entry = self.callee(qualified)
         if entry is None:
             return None
+        if param not in entry.params and entry.swallows:
+            return IGNORES
         return dict(entry.keys).get(param)
 
     def returns_static(self, qualified: str | None) -> bool:
@@ -241,7 +244,9 @@ class ProjectIndex:
 
     # names ---------------------------------------------------------------------------
     def resolve(self, qualified: str, depth: int = 0) -> tuple[str, str] | None:
-        """(module, function) a qualified name refers to inside the project, or None."""
+        """(module, function) a qualified name refers to inside the project, or None
+        (`pkg.m.Cls().f`, a method called on an object of the class, is `Cls.f`)."""
+        qualified = qualified.replace("().", ".")
         if qualified in self._resolved:
             return self._resolved[qualified]
         self._resolved[qualified] = None  # a cycle of re-exports resolves to nothing
@@ -574,6 +579,8 @@ class ProjectIndex:
                     return UNKNOWN, lowest
                 where = params[where]
             elif where not in params:
+                if self._function(target).get("swallows"):
+                    continue  # into a `**kwargs` the callee never reads
                 return UNKNOWN, lowest
             verdict, leaned = self._key_verdict((*target, where))
             verdicts.add(verdict)
@@ -649,14 +656,17 @@ class ProjectIndex:
                 if callee.get("x64_guard"):
                     guards.append(name)
                 verdicts = tuple((p, self.key_verdict(target, p)) for p in callee["params"])
-                bound = callee["classmethod"] or (target[1].endswith(".__init__") and not name.endswith(".__init__"))
+                bound = (
+                    callee["classmethod"] or (target[1].endswith(".__init__") and not name.endswith(".__init__"))
+                    or ("()." in name and callee["method"])  # called on an object: `self` is bound
+                )
                 handed_back = tuple(sorted({
                     (position, param) for position, param in callee.get("returns", ())
                     if self.key_verdict(target, param) == DRAWS
                 }))
                 callees.append(Callee(
                     name, tuple(callee["params"]), bound, verdicts, self.returns_static(target),
-                    bool(callee.get("array")), handed_back,
+                    bool(callee.get("array")), handed_back, bool(callee.get("swallows")),
                 ))
         source = self.x64_source(module)
         building, called_later = self._method_callers

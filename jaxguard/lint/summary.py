@@ -35,7 +35,7 @@ from jaxguard.lint.jaxapi import (
     names_abstract_trace,
 )
 
-VERSION = 11  # of the summary format (part of its cache key)
+VERSION = 12  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -127,6 +127,9 @@ class _Summariser:
         self.star_imports: list[str] = []  # `from m import *`: m's names are this module's too
         self.local_defs: set[str] = set()
         self.classes: dict[str, set[str]] = {}
+        # per class, its objects' attributes every assignment binds to a call of one named
+        # maker (`self.act = Sigmoid()`): `self.act(x)` runs `Sigmoid.__call__`
+        self.attribute_makers: dict[str, dict[str, str]] = {}
         self.summary = empty_summary()
 
     # names -------------------------------------------------------------------------
@@ -177,6 +180,68 @@ class _Summariser:
             return None
         return f"{target}.{rest}" if rest else target
 
+    def call_target(self, func: ast.AST, local, cls, self_name, objects: dict[str, str]) -> str | None:
+        """What a call of `func` runs, by qualified name: `qualify`'s answer, or the method an
+        object runs when a call of a named maker makes it (`self.act(x)` with `self.act =
+        Sigmoid()` everywhere: `pkg.flows.Sigmoid().__call__`; `opt = Adam(); opt.init(p)`:
+        `pkg.opt.Adam().init`; the `()` says the method is bound to an object). `objects`:
+        the function's local objects and their makers."""
+        receiver, method = (func, "__call__") if isinstance(func, ast.Name) else (None, "")
+        if isinstance(func, ast.Attribute):
+            receiver, method = func.value, func.attr
+            if isinstance(receiver, ast.Name) and receiver.id == self_name and func.attr in self.attribute_makers.get(cls, {}):
+                receiver, method = func, "__call__"
+        maker = None
+        if isinstance(receiver, ast.Name):
+            maker = objects.get(receiver.id)
+        elif isinstance(receiver, ast.Attribute) and isinstance(receiver.value, ast.Name) and receiver.value.id == self_name:
+            maker = self.attribute_makers.get(cls, {}).get(receiver.attr)
+        return f"{maker}().{method}" if maker is not None else self.qualify(func, local, cls, self_name)
+
+    def _objects(self, flat: _Flat, assigned, params, local) -> dict[str, str]:
+        """A function's local names bound only by calls of one named maker (`opt = Adam()`),
+        and that maker's qualified name."""
+        stores: dict[str, int] = {}
+        for name in flat.names:
+            if isinstance(name.ctx, ast.Store):
+                stores[name.id] = stores.get(name.id, 0) + 1
+        objects = {}
+        for name, values in assigned.items():
+            makers = {_dotted(v.func) if isinstance(v, ast.Call) else None for v in values}
+            if len(makers) == 1 and None not in makers and name not in params and len(values) == stores.get(name, 0):
+                maker = self.qualify(values[0].func, local)
+                if maker is not None:
+                    objects[name] = maker
+        return objects
+
+    def _attribute_makers(self, node: ast.ClassDef) -> dict[str, str]:
+        """The attributes of a class's objects that every assignment (in its methods, or its
+        body) binds to a call of one named maker, and that maker's qualified name."""
+        values: dict[str, list] = {}
+        for item in node.body:
+            if isinstance(item, (ast.Assign, ast.AnnAssign)):
+                for target in item.targets if isinstance(item, ast.Assign) else [item.target]:
+                    if isinstance(target, ast.Name):
+                        values.setdefault(target.id, []).append(item.value)
+            elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and (receiver := _first_param(item)):
+                for inner in ast.walk(item):
+                    if isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Store) and isinstance(inner.value, ast.Name) and inner.value.id == receiver:
+                        values.setdefault(inner.attr, []).append(None)  # replaced below where it is a plain assignment
+                for inner in ast.walk(item):
+                    if isinstance(inner, (ast.Assign, ast.AnnAssign)):
+                        for target in inner.targets if isinstance(inner, ast.Assign) else [inner.target]:
+                            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == receiver:
+                                found = values[target.attr]
+                                found[found.index(None)] = inner.value
+        makers = {}
+        for attr, made in values.items():
+            names = {_dotted(v.func) if isinstance(v, ast.Call) else None for v in made}
+            if len(names) == 1 and None not in names and attr not in self.classes.get(node.name, ()):
+                maker = self.qualify(made[0].func)
+                if maker is not None:
+                    makers[attr] = maker
+        return makers
+
     # the module ----------------------------------------------------------------------
     def run(self, tree: ast.Module) -> dict:
         self._read_imports(tree.body, self.imports)
@@ -187,6 +252,9 @@ class _Summariser:
                 self.classes[node.name] = {
                     item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
                 }
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                self.attribute_makers[node.name] = self._attribute_makers(node)
         summary = self.summary
         summary["imports"] = dict(self.imports)
         summary["star_imports"] = list(self.star_imports)
@@ -428,7 +496,9 @@ class _Summariser:
         self_name = params[0] if is_method and params else None
         calls: set[str] = set()
         method_calls: set[str] = set()
-        targets = {id(inner): self.qualify(inner.func, local, cls, self_name) for inner in flat.calls}
+        assigned = _assigned_values(flat)  # read by the objects and both result summaries
+        objects = self._objects(flat, assigned, params, local)
+        targets = {id(inner): self.call_target(inner.func, local, cls, self_name, objects) for inner in flat.calls}
         on_host = self._host_callback_calls(flat, targets)
         for inner in flat.calls:
             if id(inner) in on_host:
@@ -445,7 +515,6 @@ class _Summariser:
                             calls.add(passed)
             elif isinstance(inner.func, ast.Attribute):
                 method_calls.add(inner.func.attr)
-        assigned = _assigned_values(flat)  # read by both result summaries
         info = {
             "params": params,
             "method": is_method,
@@ -454,6 +523,8 @@ class _Summariser:
             "calls": sorted(calls),
             "method_calls": sorted(method_calls),
             "keys": {},
+            # a `**kwargs` it never reads: a keyword it has no parameter for goes nowhere
+            "swallows": node.args.kwarg is not None and not any(n.id == node.args.kwarg.arg for n in flat.names),
             "static": _StaticResult(self, node, flat, local, cls, self_name, assigned).result(),
             "array": _ArrayResult(self, params, flat, local, cls, self_name, assigned).result(),
             "returns": _returned_params(flat, params),
@@ -470,7 +541,7 @@ class _Summariser:
             if param in not_keys:
                 continue  # `rng: Variable`: the author declared a type no key has
             # any parameter may receive a key from a caller; only what is not IGNORES is kept
-            verdict = _KeyUses(self, param, loads, flat.parents, local, cls, self_name).verdict()
+            verdict = _KeyUses(self, param, loads, flat.parents, local, cls, self_name, objects).verdict()
             if verdict != IGNORES:
                 info["keys"][param] = verdict
         self.summary["functions"][qualname] = info
@@ -481,9 +552,9 @@ class _KeyUses:
     takes it), ignores (never read, or rebound by `fold_in` before any other use), passes it
     on ([callee, position or keyword], judged by the index) or unknown."""
 
-    def __init__(self, summariser: _Summariser, param: str, all_loads: dict[str, list[ast.Name]], parents, local, cls, self_name) -> None:
+    def __init__(self, summariser: _Summariser, param: str, all_loads: dict[str, list[ast.Name]], parents, local, cls, self_name, objects) -> None:
         self.s, self.param = summariser, param
-        self.local, self.cls, self.self_name = local, cls, self_name
+        self.local, self.cls, self.self_name, self.objects = local, cls, self_name, objects
         self.all_loads, self.parents = all_loads, parents
         self.draws = False
         self.unknown = False
@@ -551,7 +622,7 @@ class _KeyUses:
         if not isinstance(call, ast.Call):
             self.unknown = True
             return
-        target = self.s.qualify(call.func, self.local, self.cls, self.self_name)
+        target = self.s.call_target(call.func, self.local, self.cls, self.self_name, self.objects)
         if (target is not None and names_abstract_trace(target)) or (
             isinstance(call.func, ast.Attribute) and call.func.attr in ABSTRACT_METHODS
         ):
