@@ -10,8 +10,8 @@ import contextlib
 
 import libcst as cst
 
-from jaxguard.lint.facts import FunctionInfo, Scope, all_params, literal_str
-from jaxguard.lint.walk import Visitor, descendants, walk  # noqa: F401 - descendants is read from here too
+from jaxguard.lint.facts import FunctionInfo, Scope, all_params, attribute_stores, literal_str  # noqa: F401 - attribute_stores is read from here too
+from jaxguard.lint.walk import descendants  # noqa: F401 - descendants is read from here too
 
 
 def number(node: cst.BaseExpression | None) -> float | None:
@@ -95,36 +95,3 @@ def resolving_in(ctx, scope: Scope):
         ctx.scope_stack = saved
 
 
-def attribute_stores(node: cst.CSTNode, receivers: set[str], nested: bool = True, with_values: bool = False) -> list:
-    """`receiver.attr = ...` / `+=` / annotated assignments in `node` (and nested functions);
-    with_values: (target, the value stored, None when not a plain `receiver.attr = value`)."""
-    stores: list = []
-    root = node
-
-    class _Collect(Visitor):
-        def _target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value in receivers:
-                stores.append((target, value) if with_values else target)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    self._target(element.value, None)
-
-        def visit_Assign(self, statement: cst.Assign) -> None:
-            for target in statement.targets:
-                self._target(target.target, statement.value)
-
-        def visit_AugAssign(self, statement: cst.AugAssign) -> None:
-            self._target(statement.target, None)
-
-        def visit_AnnAssign(self, statement: cst.AnnAssign) -> None:
-            if statement.value is not None:
-                self._target(statement.target, statement.value)
-
-        def visit_FunctionDef(self, function: cst.FunctionDef) -> bool:
-            return nested or function is root
-
-        def visit_ClassDef(self, klass: cst.ClassDef) -> bool:
-            return nested
-
-    walk(node, _Collect())
-    return stores

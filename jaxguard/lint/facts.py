@@ -271,40 +271,39 @@ def _receivers_and_methods(func: cst.BaseExpression) -> list[tuple[cst.BaseExpre
     return [(func.value, func.attr.value), (func, "__call__")]
 
 
-def _attribute_assignments(body: cst.CSTNode, receiver: str) -> list[tuple[str, cst.BaseExpression | None]]:
-    """(attr, value) for each `receiver.attr = value` in a body (None: assigned otherwise, by
-    an augmented or unpacking assignment), outside nested functions and classes."""
-    found = []
+def attribute_stores(node: cst.CSTNode, receivers: set[str], nested: bool = True, with_values: bool = False) -> list:
+    """`receiver.attr = ...` / `+=` / annotated assignments in `node` (and nested functions);
+    with_values: (target, the value stored, None when not a plain `receiver.attr = value`)."""
+    stores: list = []
+    root = node
 
-    class _Stores(cst.CSTVisitor):
-        def visit_FunctionDef(self, node) -> bool:
-            return False
-
-        def visit_ClassDef(self, node) -> bool:
-            return False
-
-        def visit_Lambda(self, node) -> bool:
-            return False
-
-        def _target(self, target, value) -> None:
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == receiver:
-                found.append((target.attr.value, value))
+    class _Collect(Visitor):
+        def _target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value in receivers:
+                stores.append((target, value) if with_values else target)
             elif isinstance(target, (cst.Tuple, cst.List)):
                 for element in target.elements:
                     self._target(element.value, None)
 
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                self._target(target.target, node.value)
+        def visit_Assign(self, statement: cst.Assign) -> None:
+            for target in statement.targets:
+                self._target(target.target, statement.value)
 
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            self._target(node.target, node.value)
+        def visit_AugAssign(self, statement: cst.AugAssign) -> None:
+            self._target(statement.target, None)
 
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            self._target(node.target, None)
+        def visit_AnnAssign(self, statement: cst.AnnAssign) -> None:
+            if statement.value is not None:
+                self._target(statement.target, statement.value)
 
-    body.visit(_Stores())
-    return found
+        def visit_FunctionDef(self, function: cst.FunctionDef) -> bool:
+            return nested or function is root
+
+        def visit_ClassDef(self, klass: cst.ClassDef) -> bool:
+            return nested
+
+    walk(node, _Collect())
+    return stores
 
 
 def all_params(parameters: cst.Parameters) -> list[cst.Param]:
@@ -1756,8 +1755,8 @@ class ModuleFacts:
             found: dict[str, list] = {name: [(v, class_scope) for v in values] for name, values in class_scope.values.items()}
             for method in class_scope.defs.values():
                 if isinstance(method.node, cst.FunctionDef) and method.params:
-                    for target, value in _attribute_assignments(method.node.body, method.params[0]):
-                        found.setdefault(target, []).append((value, method.scope))
+                    for target, value in attribute_stores(method.node, {method.params[0]}, nested=False, with_values=True):
+                        found.setdefault(target.attr.value, []).append((value, method.scope))
             cache[class_scope.node] = found
         return cache[class_scope.node]
 
