@@ -147,6 +147,7 @@ X64_MODULE = "import jax.numpy as jnp\ndef f(n):\n    return jnp.zeros(n, jnp.fl
     "init", "config-imported-by-init", "imported-module", "star-imported-by-init",
     "imports-a-module-requiring-x64", "init-warns-without-x64", "cli-enables-then-imports", "init-imports-every-submodule",
     "imports-a-module-that-imports-an-enabling-one-when-called", "init-warns-reading-the-flag-by-getattr",
+    "a-library-module-enables-it",
 ])
 def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
     enable = "import jax\njax.config.update('jax_enable_x64', True)\n"
@@ -185,6 +186,9 @@ def test_x64_enabled_at_import_elsewhere_in_the_package(tmp_path, where):
         files["pkg/solvers.py"] = "def pick(name):\n    if name == 'gpu':\n        from pkg import gpu_solver\n        return gpu_solver\n"
         files["pkg/gpu_solver.py"] = "try:\n    " + enable.replace("\n", "\n    ").rstrip() + "\nexcept ImportError:\n    pass\n"
         files["pkg/ops.py"] = "from pkg import solvers\n" + X64_MODULE
+    elif where == "a-library-module-enables-it":  # jaxon's batch_solve, which its optimizer imports
+        files["pkg/batch_solve.py"] = enable
+        files["pkg/optimizer.py"] = "from pkg import batch_solve\nfrom pkg.ops import f\n"
     else:
         files["pkg/setup.py"] = enable
         files["pkg/ops.py"] = "from pkg import setup\n" + X64_MODULE

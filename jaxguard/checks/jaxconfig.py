@@ -552,6 +552,9 @@ class X64DtypeWithoutX64(Rule):
         (or warns) without it; a module that calls a project function that turns x64 on, or
         refuses (or warns) to run without it (`require_x64("lyap")`); an entry point that enables x64 and then imports the module;
         a package `__init__` that imports all its submodules when one of them enables it;
+        a package where a library module (one its other modules import: a solver) enables it
+        at import, or a function switches it on, so whether it is on depends on what the user
+        loaded first (a workflow script nothing imports does not count);
         and in a function whose every project caller runs with x64 on (a helper called only
         from modules that enable it).
 

@@ -512,10 +512,15 @@ class ProjectIndex:
         on: dict[str, str] = {}
         work = [(module, module) for module, summary in self.summaries.items() if summary["x64"]]
         # a package with a function that switches x64 on (an accuracy mode, a context manager
-        # it traces under): whether x64 is on when its code runs is not known
+        # it traces under), or a library module (one the package's other modules import) that
+        # switches it on when imported (its solver): whether x64 is on when its other code
+        # runs depends on what the user called or imported first, which is not known. (An
+        # entry point that enables it, imported by no module, covers what it imports.)
         on_demand: dict[str, str] = {}
         for module in sorted(self.summaries):
-            if self.summaries[module]["x64_on_demand"] and not self.is_test_module(module):
+            summary = self.summaries[module]
+            library = summary["x64"] and module in self._imported_modules
+            if (summary["x64_on_demand"] or library) and not self.is_test_module(module):
                 on_demand.setdefault(module.partition(".")[0], module)
         work += [(module, on_demand[root]) for module in self.summaries if (root := module.partition(".")[0]) in on_demand]
         # an entry point that enables x64 and then imports modules: they run with it
