@@ -979,3 +979,21 @@ def test_a_project_function_swallowing_a_key_in_unread_kwargs_ignores_it(tmp_pat
     lines = {(line, code) for path, line, code in check(root, "pkg") if path == "pkg/top.py"}
     # `forward` reads its kwargs: where the key goes is not proven, a possible draw beside a certain one
     assert lines == {(8, "JG601")}
+
+
+def test_a_key_before_a_starred_argument_still_binds_its_parameter(tmp_path):
+    # jax-moseq's wrapper: `allo_dynamics.resample(seed, mask=..., **kwargs)` hands the key
+    # to a function of another module that splits it; the `**kwargs` after it changes nothing
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/low.py": "import jax\ndef resample(key, mask=None, **kwargs):\n    return jax.random.split(key)\n",
+        "pkg/top.py": (
+            "import jax\nimport somelib\nfrom pkg import low\n"
+            "def wrapper(key, **kwargs):\n    return low.resample(key, mask=None, **kwargs)\n"
+            "def step(key, opts):\n    a = wrapper(key, **opts)\n    return a, somelib.use(key)\n"
+            "def unknown_position(key, args):\n    b = low.resample(*args, key)\n    return b, jax.random.normal(key)\n"
+        ),
+    })
+    lines = {(line, code) for path, line, code in check(root, "pkg") if path == "pkg/top.py"}
+    assert (8, "JG601") in lines  # the wrapper draws: a proven draw, paired with a possible one
+    assert (11, "JG601") in lines  # a possible draw (position unknown) beside a proven one

@@ -729,6 +729,37 @@ def test_a_flax_module_tabulate_draws_nothing():
     assert "JG601" in found(source)
 
 
+def test_a_helper_that_hands_its_key_to_unknown_code_is_a_possible_draw():
+    # ajax-rl's init_network_carry hands its key to flax's initialize_carry, whose zero
+    # carry draws nothing: as for a function of another project module, handing a key to
+    # code the linter cannot read is a possible draw, paired only with a proven one
+    source = """
+    import jax
+    import somelib
+
+    def make_carry(key, n):
+        return somelib.initialize_carry(key, (n,))
+
+    def draw(key, n):
+        return jax.random.normal(key, (n,))
+
+    def both_unknown(key):
+        return make_carry(key, 2), make_carry(key, 3)
+    """
+    assert "JG601" not in found(source)
+    assert "JG601" in found(source + "\n    def beside_a_draw(key):\n        return make_carry(key, 2), draw(key, 3)\n")
+    assert "JG601" in found(source + "\n    def both_drawn(key):\n        return draw(key, 2), draw(key, 3)\n")
+    # a helper whose scan body (of the module) draws from the key it carries does draw:
+    # brax's rollout after `vmap(env.reset)(rng)` with the same keys
+    rollout = (
+        "\n    def step(carry, _):\n        state, key = carry\n        key, sub = jax.random.split(key)\n"
+        "        return (state + jax.random.normal(sub), key), None\n"
+        "\n    def rollout(state, key):\n        return jax.lax.scan(step, (state, key), None, length=3)\n"
+        "\n    def reset_then_roll(env, key):\n        first = somelib.reset(key)\n        return rollout(first, key)\n"
+    )
+    assert "JG601" in found(source + rollout)
+
+
 def test_a_key_a_scan_only_carries_is_not_drawn_from():
     # the keys for the steps are split from `key`, which also rides in the carry: the body
     # passes it through untouched (or drops it), so nothing is drawn from it twice

@@ -57,6 +57,10 @@ KEY_SOURCES = KEY_MAKERS | {
 # apply), or as a draw (also one handed on to code that is not read: the function is read,
 # and it passes the key on to be used).
 DRAWN = "drawn"  # (MAYBE: the summary's, one meaning in the module and across the project)
+# handed only to code whose behaviour is not read (another library): as the project index's
+# UNKNOWN, a possible draw for the caller, paired only with a proven one
+POSSIBLE = "possible"
+_USE_STRENGTH = {None: 0, MAYBE: 1, POSSIBLE: 2, DRAWN: 3}
 
 
 @dataclass
@@ -143,7 +147,7 @@ class KeyFlow:
                 p for p in function.params if KEY_PARAM.match(p) and p in used_as_keys and not function.annotated_not_a_key(p)
             )
         self.key_param = key_param
-        # how the value `key_param` arrived with is used: None (not at all), MAYBE or DRAWN
+        # how the value `key_param` arrived with is used: None (not at all), MAYBE, POSSIBLE or DRAWN
         self.param_use: str | None = None
         if key_param is not None:
             self.keys.add(key_param)
@@ -478,9 +482,11 @@ class KeyFlow:
                 self._consume(key, call, f"{self._describe(call)} (which draws from it with {drawn})", False, state)
         found = [(k, arg, node) for arg in call.args for k, node in self._passed_keys(arg.value)]
         found = [(k, arg, node) for k, arg, node in found if k.split("[")[0] not in shadowed]
+        carried: dict[int, str | None] = {}  # how a loop body of the module uses each key it carries
         if name in LAX_CARRIES:
             # a key carried through a loop whose body never draws from its slot of the carry
-            found = [(k, arg, node) for k, arg, node in found if not self._carried_undrawn(call, name, arg, node)]
+            carried = {id(node): self._carried_use(call, name, arg, node) for _, arg, node in found}
+            found = [(k, arg, node) for k, arg, node in found if carried[id(node)] is not None]
         if not found:
             return
         consumer = self._describe(call)
@@ -513,7 +519,10 @@ class KeyFlow:
             # (a function of this module whose parameter receiving the key cannot be read, a
             # `**kwargs` it reads or a `*args`, is not proven to draw either)
             unread = param is None and callee is not None and not inside and isinstance(callee.node, cst.FunctionDef)
-            proven = (callee is not None and not unread) or verdict == DRAWS or _samples(call)
+            proven = (
+                (callee is not None and not unread and how != POSSIBLE) or verdict == DRAWS or _samples(call)
+                or carried.get(id(node)) == DRAWN  # a loop body of the module draws it
+            )
             maybe = (
                 (haiku_apply and arg.keyword is None and not inside) or id(node) in side_streams
                 or _apply_signature_key(call, node) or how == MAYBE or verdict == MAYBE or self._only_shape_used(call, drawn=_samples(call) and not call_tail(call.func).startswith("init"))
@@ -521,26 +530,27 @@ class KeyFlow:
             reorders = param is not None and how is not None and _only_reorders(self.facts, callee, param)
             self._consume(key, node, consumer, False, state, maybe, possible=not proven, reorders=reorders)
 
-    def _carried_undrawn(self, call: cst.Call, loop: str, arg: cst.Arg, node) -> bool:
-        """`lax.scan(step, (state, key), xs)` where `step` (a function of this module) never
-        draws from the key it carries: it passes it through untouched, or drops it."""
+    def _carried_use(self, call: cst.Call, loop: str, arg: cst.Arg, node) -> str | None:
+        """How `step` (a function of this module) in `lax.scan(step, (state, key), xs)` uses
+        the key it carries: None (never drawn: passed through untouched, or dropped), MAYBE,
+        POSSIBLE or DRAWN; POSSIBLE also when the carry cannot be followed."""
         (body_at, body_kw), (init_at, init_kw), carry_at = LAX_CARRIES[loop]
         init = argument(call, init_at, init_kw)
         body = argument(call, body_at, body_kw)
         callee = self.facts.function_for(body, self.scope) if body is not None else None
         if init is None or arg.value is not init or callee is None or not isinstance(callee.node, cst.FunctionDef):
-            return False
+            return POSSIBLE
         if len(callee.params) <= carry_at:
-            return False
+            return POSSIBLE
         carry = callee.params[carry_at]
         if node is init:
-            return param_use(self.facts, callee, carry) is None
+            return param_use(self.facts, callee, carry)
         if not isinstance(init, (cst.Tuple, cst.List)):
-            return False
+            return POSSIBLE
         index = next((i for i, e in enumerate(init.elements) if e.value is node and not isinstance(e, cst.StarredElement)), None)
         if index is None or any(isinstance(e, cst.StarredElement) for e in init.elements[:index]):
-            return False
-        return carried_slot_use(self.facts, callee, carry, index) is None
+            return POSSIBLE
+        return carried_slot_use(self.facts, callee, carry, index)
 
     def _only_shape_used(self, call: cst.Call, drawn: bool = False) -> bool:
         """The numbers drawn are never used, only their shape or dtype: a template for empty
@@ -761,7 +771,8 @@ class KeyFlow:
             self.findings.append(Finding("JG602", use, None, _same_key_note(key, folded[0], count)))
         base = key.split("[")[0]
         if base == self.key_param and base not in state.rebound and not (is_split and self._split_unused(node)):
-            self.param_use = DRAWN if not maybe or self.param_use == DRAWN else MAYBE
+            level = MAYBE if maybe else POSSIBLE if possible else DRAWN
+            self.param_use = max(self.param_use, level, key=_USE_STRENGTH.__getitem__)
         previous = state.consumed.get(key)
         if previous is not None and previous.under and self._ruled_out(previous, state):
             # used where a flag held that this path rules out (`if not bootstrap:` ... `return`)
@@ -1482,7 +1493,10 @@ class KeyReuse(_KeyRule):
         abstract evaluation (`jax.eval_shape(f, state.params)`).
         An object's method is judged by its class, of this module or of the project, when
         every binding of the object is a call of that class (`self.act = Sigmoid()` in
-        `__init__`, then `self.act(x, rng_key=key)` runs `Sigmoid.__call__`). Two reorderings
+        `__init__`, then `self.act(x, rng_key=key)` runs `Sigmoid.__call__`). A function of
+        the module that only hands its key to code the linter cannot read (another library)
+        is a possible draw, as a function of another project module is: paired only with a
+        proven draw, never with another possible one. Two reorderings
         (`permutation`, `shuffle`, or callees of the module that only reorder with the key)
         are not paired: one key permutes paired arrays alike, on purpose. Draws under tests
         that cannot both hold (`if name == "moons":` and `if name == "grfs":`, with `name`

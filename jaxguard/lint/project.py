@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import itertools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -65,11 +66,12 @@ class Callee(NamedTuple):
     def param_for(self, args, arg) -> str | None:
         """The parameter that `arg` (one of the call's `args`, libcst or otherwise: `.keyword`
         and `.star`) binds; None where that cannot be read (a `*args`, a position beyond)."""
-        if any(other.star for other in args):
-            return None
         if arg.keyword is not None:
             return arg.keyword.value
-        index = [a for a in args if a.keyword is None].index(arg) + (1 if self.bound_first else 0)
+        before = list(itertools.takewhile(lambda other: other is not arg, args))
+        if any(other.star for other in before):
+            return None  # its position is not known: a `*args` comes first
+        index = sum(1 for other in before if other.keyword is None) + (1 if self.bound_first else 0)
         return self.params[index] if index < len(self.params) else None
 
 
