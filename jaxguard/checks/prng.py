@@ -464,7 +464,7 @@ class KeyFlow:
                     key, call, name, split, state, maybe=not split and self._only_shape_used(call, drawn=True),
                     reorders=_is_reordering(name),
                 )
-                if shadowed and not self.key_param and name.rsplit(".", 1)[-1] not in _REORDERINGS:
+                if shadowed and not self.key_param and not _is_reordering(name):
                     # (one permutation for each of several arrays keeps paired data aligned)
                     # in a comprehension's element: every element draws from the same key
                     use = Use(key, call, name, False, self.statement)

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import itertools
+import json
 import os
 import tempfile
 from dataclasses import dataclass

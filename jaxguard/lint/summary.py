@@ -207,40 +207,44 @@ class _Summariser:
                 stores[name.id] = stores.get(name.id, 0) + 1
         objects = {}
         for name, values in assigned.items():
-            makers = {_dotted(v.func) if isinstance(v, ast.Call) else None for v in values}
-            if len(makers) == 1 and None not in makers and name not in params and len(values) == stores.get(name, 0):
-                maker = self.qualify(values[0].func, local)
-                if maker is not None:
-                    objects[name] = maker
+            maker = self._one_maker(values, stores.get(name, 0), local) if name not in params else None
+            if maker is not None:
+                objects[name] = maker
         return objects
 
     def _attribute_makers(self, node: ast.ClassDef) -> dict[str, str]:
         """The attributes of a class's objects that every assignment (in its methods, or its
         body) binds to a call of one named maker, and that maker's qualified name."""
-        values: dict[str, list] = {}
+        values: dict[str, list] = {}  # the values of plain assignments (`self.attr = value`)
+        stores: dict[str, int] = {}  # every binding, plain or not (`+=`, unpacking, `for`)
         for item in node.body:
             if isinstance(item, (ast.Assign, ast.AnnAssign)):
                 for target in item.targets if isinstance(item, ast.Assign) else [item.target]:
                     if isinstance(target, ast.Name):
                         values.setdefault(target.id, []).append(item.value)
+                        stores[target.id] = stores.get(target.id, 0) + 1
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and (receiver := _first_param(item)):
                 for inner in ast.walk(item):
                     if isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Store) and isinstance(inner.value, ast.Name) and inner.value.id == receiver:
-                        values.setdefault(inner.attr, []).append(None)  # replaced below where it is a plain assignment
-                for inner in ast.walk(item):
-                    if isinstance(inner, (ast.Assign, ast.AnnAssign)):
+                        stores[inner.attr] = stores.get(inner.attr, 0) + 1
+                    elif isinstance(inner, (ast.Assign, ast.AnnAssign)):
                         for target in inner.targets if isinstance(inner, ast.Assign) else [inner.target]:
                             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == receiver:
-                                found = values[target.attr]
-                                found[found.index(None)] = inner.value
+                                values.setdefault(target.attr, []).append(inner.value)
         makers = {}
         for attr, made in values.items():
-            names = {_dotted(v.func) if isinstance(v, ast.Call) else None for v in made}
-            if len(names) == 1 and None not in names and attr not in self.classes.get(node.name, ()):
-                maker = self.qualify(made[0].func)
-                if maker is not None:
-                    makers[attr] = maker
+            maker = self._one_maker(made, stores[attr]) if attr not in self.classes.get(node.name, ()) else None
+            if maker is not None:
+                makers[attr] = maker
         return makers
+
+    def _one_maker(self, values: list, bindings: int, local=None) -> str | None:
+        """The qualified name of the one maker whose calls are all the `bindings` of a name
+        (`Sigmoid()` each time), or None."""
+        makers = {_dotted(v.func) if isinstance(v, ast.Call) else None for v in values}
+        if not values or len(values) != bindings or len(makers) != 1 or None in makers:
+            return None
+        return self.qualify(values[0].func, local)
 
     # the module ----------------------------------------------------------------------
     def run(self, tree: ast.Module) -> dict:
