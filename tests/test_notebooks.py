@@ -382,3 +382,23 @@ def test_a_key_is_paired_within_a_cell_and_after_a_split_across_cells(tmp_path, 
     (tmp_path / "mod.py").write_text("\n".join(source for kind, source in cells if kind == "code") + "\n")
     code, out = run(capsys, "mod.py")
     assert "mod.py:4:5: JG601" in out
+
+
+def test_dummy_numbers_at_a_notebooks_top_level_are_templates(tmp_path, monkeypatch, capsys):
+    # a notebook is never imported: every reader of its top-level names is in its cells, so
+    # dummy inputs read only by an init whose output is thrown away correlate with nothing
+    monkeypatch.chdir(tmp_path)
+    cells = [
+        ("code", "import jax"),
+        ("code", "rng = jax.random.PRNGKey(42)\nx_dummy = jax.random.normal(rng, (8, 3))\n_, params = vdm.init_with_output({'sample': rng, 'params': rng}, x_dummy)"),
+    ]
+    code, out = run_cells(tmp_path, capsys, cells)
+    assert code == 0 and "JG601" not in out
+    # a later cell reads the dummy numbers as data: the key that made them seeded the params
+    code, out = run_cells(tmp_path, capsys, [*cells, ("code", "print(x_dummy.mean())")])
+    assert "nb.ipynb:cell 2:3:60: JG601" in out
+    # as a module another one imports, a caller may read the top-level name
+    (tmp_path / "mod.py").write_text("\n".join(source for _, source in cells) + "\n")
+    (tmp_path / "user.py").write_text("from mod import x_dummy\nprint(x_dummy)\n")
+    code, out = run(capsys, "mod.py", "user.py")
+    assert "mod.py:4:60: JG601" in out

@@ -496,6 +496,33 @@ def test_dummy_inputs_of_a_model_init_are_shape_templates():
     assert found(two).count("JG601") == 1
 
 
+def test_an_init_with_output_whose_output_is_thrown_away_is_an_init():
+    # galaxy diffusion: dummy inputs drawn from the key that seeds the parameters, the
+    # forward output discarded (`_, params`): the dummies only give the shapes, and the
+    # "sample" stream only feeds the discarded output
+    source = """
+    import jax
+
+    def restore_target(vdm, rng):
+        x_dummy = jax.random.normal(rng, (8, 3))
+        conditioning_dummy = jax.random.normal(rng, (8, 2))
+        _, params = vdm.init_with_output({"sample": rng, "params": rng}, x_dummy, conditioning_dummy)
+        return params
+
+    def train(vdm, batch, seed):
+        rng, rng_params = jax.random.split(jax.random.PRNGKey(seed))
+        _, params = vdm.init_with_output({"sample": rng, "params": rng_params}, batch)
+        rng, step_rng = jax.random.split(rng)
+        return params, step_rng
+    """
+    assert "JG601" not in found(source)
+    # the forward output kept: the dummies' numbers reach it, and the sample stream feeds it
+    kept = source.replace("_, params = vdm.init_with_output", "out, params = vdm.init_with_output").replace(
+        "return params\n", "return out, params\n"
+    )
+    assert [d.line for d in lint(kept) if d.code == "JG601"] == [5, 6, 12]
+
+
 def test_a_batch_axis_added_to_a_dummy_input_keeps_it_a_template():
     # evorl: one observation and one action sampled from the spaces, given a batch axis,
     # only to initialise the networks

@@ -498,7 +498,7 @@ class KeyFlow:
         if callee is None and _stores(call, name) and not (self.facts.project and self.facts.project.callee(project_name)):
             return  # a constructor, `replace`, a container or a logger keeps the key: no draw
         haiku_apply = self._is_haiku_apply(call.func)
-        side_streams = _init_side_streams(call, {id(node) for _, _, node in found})
+        side_streams = _init_side_streams(call, {id(node) for _, _, node in found}, self.statement)
         for key, arg, node in found:
             inside = node is not arg.value  # an item of a container passed whole: `arrays=(x, key)`
             param = _receiving_param(self.facts, callee, call, arg) if callee is not None and not inside else None
@@ -570,13 +570,16 @@ class KeyFlow:
                 params = {p.name.value for p in all_params(template.params)}
                 if params and _read_only_for_shape(params, template.body) == params:
                     return True
+        # a name of a function, or of a program's module level (a notebook, a script nothing
+        # imports), whose readers are all in view
         function = self.scope.function
+        owner = function if function is not None else self.scope if self.facts.is_program and self.scope.kind == "module" else None
         if (
-            function is not None and isinstance(small, cst.Assign) and self._batched(small.value, call)
+            owner is not None and isinstance(small, cst.Assign) and self._batched(small.value, call)
             and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
         ):
             name = small.targets[0].target.value
-            return len(self.scope.values.get(name, ())) == 1 and name in self._read_only_for_shape_here(function, drawn)
+            return len(self.scope.values.get(name, ())) == 1 and name in self._read_only_for_shape_here(owner, drawn)
         return False
 
     def _batched(self, value: cst.BaseExpression, call: cst.Call) -> bool:
@@ -598,14 +601,17 @@ class KeyFlow:
             return params == [getattr(body, "value", None)] and self._batched(value.args[1].value, call)
         return False
 
-    def _read_only_for_shape_here(self, function, init_inputs: bool) -> set[str]:
-        """The names a function reads, and only as `.shape`/`.dtype`/... (or, with
-        `init_inputs`, as a model init's example input); once per function."""
+    def _read_only_for_shape_here(self, owner, drawn: bool) -> set[str]:
+        """The names a function (or a program's module level) binds and reads only as
+        `.shape`/`.dtype`/... (or, with `drawn`, for numbers drawn at random, as a model
+        init's example input); once per owner."""
         cache = self.facts.derived.setdefault("read-only-for-shape", {})
-        slot = (function.node, init_inputs)
+        node = owner.node  # a FunctionInfo's def, or the module scope's Module
+        slot = (node, drawn)
         if slot not in cache:
-            abstract = functools.partial(self.facts.is_abstract_trace, scope=function.scope)
-            cache[slot] = _read_only_for_shape(assigned_names(function.node.body), function.node.body, init_inputs, abstract)
+            body = node.body if isinstance(node, cst.FunctionDef) else node
+            abstract = functools.partial(self.facts.is_abstract_trace, scope=owner.scope if isinstance(node, cst.FunctionDef) else owner)
+            cache[slot] = _read_only_for_shape(assigned_names(body), body, drawn, abstract)
         return cache[slot]
 
     def _lambda_draws(self, function: cst.Lambda) -> list[tuple[str, str, cst.Call]]:
@@ -911,14 +917,20 @@ def _read_only_for_shape(names: set[str], body: cst.CSTNode, init_inputs: bool =
     One walk for all."""
     shape: set[str] = set()
     other: set[str] = set()
+    inits: set[int] = set()  # `_, params = m.init_with_output(...)`: an init whose output is thrown away
 
     class _Reads(Visitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if isinstance(node.value, cst.Call) and _output_discarded(node, node.value):
+                inits.add(id(node.value))
+
         def visit_Call(self, node: cst.Call) -> bool:
             if abstract is not None and abstract(node):
                 shape.update(n.value for arg in node.args for n in descendants(arg) if isinstance(n, cst.Name) and n.value in names)
                 walk(node.func, self)
                 return False
-            if not (init_inputs and isinstance(node.func, cst.Attribute) and node.func.attr.value == "init"):
+            is_init = isinstance(node.func, cst.Attribute) and (node.func.attr.value == "init" or id(node) in inits)
+            if not (init_inputs and is_init):
                 return True
             for arg in node.args[1:]:
                 if isinstance(arg.value, cst.Name) and arg.value.value in names and not arg.star:
@@ -1030,16 +1042,16 @@ def _same_key_note(key: str, index: int, count: int) -> str:
     )
 
 
-def _init_side_streams(call: cst.Call, keys: set[int]) -> set[int]:
+def _init_side_streams(call: cst.Call, keys: set[int], statement) -> set[int]:
     """The keys of `model.init({"params": k1, "dropout": k2}, x)` given to streams other
     than "params", and keys among the arguments of the forward pass that init runs
     (`actor.init(k, obs, k)`, `state.init(f)(k, key, x)`; `keys` are the ids of the key
     nodes among the arguments): Flax's init draws the parameters
     from "params"; the rest only changes the forward output that init throws away, and a
     stream no module asks for (`make_rng`) is never drawn. Possible draws, as a Haiku
-    apply's key is."""
+    apply's key is. So for `_, params = m.init_with_output(...)`, whose output is thrown away."""
     func = call.func.func if isinstance(call.func, cst.Call) else call.func  # `st.init(f)(key, ...)`
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "init"):
+    if not (isinstance(func, cst.Attribute) and (func.attr.value == "init" or _output_discarded(statement, call))):
         return set()
     streams = {
         id(element.value)
@@ -1054,6 +1066,21 @@ def _init_side_streams(call: cst.Call, keys: set[int]) -> set[int]:
     if not (isinstance(first, cst.Dict) or id(first) in keys or named_as_key):
         return streams  # `Linear.init(In, Out, key=k)`: an equinox-style constructor, no forward pass
     return streams | {id(arg.value) for arg in args[1:]}
+
+
+def _output_discarded(statement, call: cst.Call) -> bool:
+    """`_, params = model.init_with_output(...)`: the forward output is thrown away, as
+    `init` throws it away."""
+    assign = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else statement
+    if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1):
+        return False
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "init_with_output"):
+        return False
+    target = assign.targets[0].target
+    return (
+        isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2
+        and isinstance(target.elements[0].value, cst.Name) and target.elements[0].value.value.startswith("_")
+    )
 
 
 # Well-known APIs outside the project that draw from the key they are given: a model's
@@ -1485,12 +1512,14 @@ class KeyReuse(_KeyRule):
         given to `apply` in every iteration of a loop is still JG603. A key given to a
         function of another project module that only hands it to such an `apply` (through
         `jax.value_and_grad(loss)(params, key, x)` too) is treated the same. Likewise a key given to
-        a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`).
+        a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`), or of
+        an `init_with_output` whose output is thrown away (`_, params = ...`), which is an init.
         A draw whose numbers are never used is paired with nothing either: a template read
         only for its `.shape`/`.dtype`, or a dummy input given to a model's `init`
         (`net.init(key, normal(key, (1, n)))`: init runs the model on it only to learn shapes;
         also with a batch axis added, `space.sample(key)[None]`), or a value read only by an
-        abstract evaluation (`jax.eval_shape(f, state.params)`).
+        abstract evaluation (`jax.eval_shape(f, state.params)`): a local of a function, or a
+        top-level name of a notebook or a script no module imports (every reader is in view).
         An object's method is judged by its class, of this module or of the project, when
         every binding of the object is a call of that class (`self.act = Sigmoid()` in
         `__init__`, then `self.act(x, rng_key=key)` runs `Sigmoid.__call__`). A function of
