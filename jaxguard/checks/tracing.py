@@ -1623,6 +1623,10 @@ class UnhashableStaticArg(Rule):
         # a NumPy dtype (etils' ArraySpec): hashable, no array
         "import jax\nimport numpy as np\nclass Spec:\n    def __init__(self, shape, dtype):\n        self.shape = tuple(shape)\n"
         "        self.dtype = np.dtype(dtype)\n    def __hash__(self):\n        return hash((self.shape, self.dtype))\n",
+        # jax.numpy's shape arithmetic gives a tuple, not an array (fenbux's binomial)
+        "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n@partial(jax.jit, static_argnums=(1,))\n"
+        "def draw(key, shape):\n    return jax.random.normal(key, shape)\ndef f(key, a, b):\n"
+        "    return draw(key, jnp.broadcast_shapes(jnp.shape(a), jnp.shape(b)))\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -27,6 +27,20 @@ TRACING_TRANSFORMS: dict[str, tuple[str | None, str | None]] = {
     "flax.nnx.remat": (None, None),
 }
 
+# Functions of numpy and jax.numpy whose result is Python metadata of arrays, never an array
+# (a shape, a dtype, a number, a flag), whatever they are given.
+_METADATA_FUNCTIONS = (
+    "shape", "ndim", "size", "dtype", "result_type", "iinfo", "finfo", "issubdtype", "isdtype", "can_cast",
+    "promote_types", "isscalar", "iscomplexobj", "isrealobj", "broadcast_shapes",
+)
+METADATA_CALLS = frozenset(
+    {f"{module}.{name}" for module in ("numpy", "jax.numpy") for name in _METADATA_FUNCTIONS}
+    | {
+        "jax.lax.broadcast_shapes", "jax.dtypes.result_type", "jax.dtypes.issubdtype", "jax.dtypes.canonicalize_dtype",
+        "jax.tree_util.tree_structure", "jax.tree.structure", "jax.core.is_concrete",
+    }
+)
+
 # Transformations that compile: their results are "jitted callables".
 JIT_TRANSFORMS = frozenset(
     {"jax.jit", "jax.pmap", "jax.experimental.pjit.pjit", "equinox.filter_jit", "flax.nnx.jit"}

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from jaxguard.lint.facts import all_params, positional
+from jaxguard.lint.jaxapi import METADATA_CALLS
 
 if TYPE_CHECKING:
     from jaxguard.lint.engine import RuleContext
@@ -26,12 +27,9 @@ REF = "ref"  # jax.new_ref: mutable, `r[0] = 1` is legal
 
 JAX_ARRAY_MODULES = ("jax.numpy.", "jax.random.", "jax.nn.", "jax.lax.", "jax.scipy.")
 # Functions in those modules that do not return an array.
-NOT_ARRAYS = frozenset(
+NOT_ARRAYS = METADATA_CALLS | frozenset(
     {
-        "jax.numpy.shape", "jax.numpy.ndim", "jax.numpy.size", "jax.numpy.dtype",
-        "jax.numpy.result_type", "jax.numpy.iinfo", "jax.numpy.finfo", "jax.numpy.issubdtype",
-        "jax.numpy.isdtype", "jax.numpy.can_cast", "jax.numpy.promote_types", "jax.numpy.save",
-        "jax.numpy.savez", "jax.numpy.load", "jax.numpy.printoptions", "jax.numpy.set_printoptions",
+        "jax.numpy.save", "jax.numpy.savez", "jax.numpy.load", "jax.numpy.printoptions", "jax.numpy.set_printoptions",
         "jax.lax.scan", "jax.lax.fori_loop", "jax.lax.while_loop", "jax.lax.cond", "jax.lax.switch",
         "jax.lax.map",
         # lists and tuples of arrays: `parts[i] -= 1` changes the list, not an array

@@ -29,6 +29,7 @@ from jaxguard.lint.jaxapi import (
     KEY_NEUTRAL_PREFIXES,
     LAX_BODIES,
     MEMOIZERS,
+    METADATA_CALLS,
     NOT_CONSUMING,
     TRACING_TRANSFORMS,
     is_host_callback,
@@ -46,11 +47,9 @@ DRAWS, IGNORES, UNKNOWN, MAYBE = "draws", "ignores", "unknown", "maybe"
 MAYBE_PASS = ["<apply>", None]
 
 # Calls whose result is a Python value whatever they are given.
-_STATIC_CALLS = frozenset(
+_STATIC_CALLS = METADATA_CALLS | frozenset(
     {"builtins.len", "builtins.isinstance", "builtins.hasattr", "builtins.callable", "builtins.issubclass",
-     "builtins.int", "builtins.bool", "builtins.str", "builtins.type", "builtins.id", "math.prod",
-     "numpy.prod", "numpy.ndim", "numpy.shape", "jax.numpy.ndim", "jax.numpy.shape", "jax.numpy.size",
-     "jax.tree_util.tree_structure", "jax.tree.structure", "jax.core.is_concrete"}
+     "builtins.int", "builtins.bool", "builtins.str", "builtins.type", "builtins.id", "math.prod", "numpy.prod"}
 )
 _STATIC_ATTRS = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "weak_type"})
 _STATIC_ANNOTATIONS = frozenset({"int", "bool", "str", "Shape", "DType", "dtype"})

@@ -45,7 +45,7 @@ from jaxguard.lint.facts import (
     keyword,
     positional,
 )
-from jaxguard.lint.jaxapi import ARRAY_METHODS
+from jaxguard.lint.jaxapi import ARRAY_METHODS, METADATA_CALLS
 from jaxguard.lint.walk import Visitor, walk
 
 if TYPE_CHECKING:
@@ -64,23 +64,14 @@ CONCRETE_ATTRS = frozenset(
 )
 # Calls whose result is concrete whatever their arguments (or that fail on a tracer: the
 # failure is reported by JG106/JG107, and their result must not cascade).
-CONCRETE_CALLS = frozenset(
+CONCRETE_CALLS = METADATA_CALLS | frozenset(
     {
         "builtins.len", "builtins.isinstance", "builtins.issubclass", "builtins.type",
         "builtins.callable", "builtins.hasattr", "builtins.id", "builtins.repr", "builtins.str",
         "builtins.int", "builtins.float", "builtins.bool", "builtins.complex", "builtins.hash",
         "builtins.format", "builtins.print",
-        "jax.numpy.shape", "jax.numpy.ndim", "jax.numpy.size", "jax.numpy.dtype",
-        "jax.numpy.result_type", "jax.numpy.issubdtype", "jax.numpy.iinfo", "jax.numpy.finfo",
-        "jax.numpy.promote_types", "jax.numpy.isdtype", "jax.numpy.can_cast", "jax.numpy.isscalar",
-        "jax.numpy.iscomplexobj", "jax.numpy.isrealobj",
-        "numpy.shape", "numpy.ndim", "numpy.size", "numpy.dtype", "numpy.result_type",
-        "numpy.issubdtype", "numpy.iinfo", "numpy.finfo", "numpy.promote_types", "numpy.isscalar",
-        "numpy.can_cast", "numpy.iscomplexobj", "numpy.isrealobj",
-        "jax.tree_util.tree_structure", "jax.tree.structure", "jax.tree_util.treedef_is_leaf",
-        "jax.tree_util.keystr",
-        "jax.core.is_concrete", "jax.dtypes.result_type", "jax.dtypes.issubdtype",
-        "jax.dtypes.canonicalize_dtype", "jax.typeof", "jax.numpy.asarray.__name__",
+        "jax.tree_util.treedef_is_leaf", "jax.tree_util.keystr",
+        "jax.typeof", "jax.numpy.asarray.__name__",
         "dataclasses.fields", "dataclasses.is_dataclass",
     }
 )
