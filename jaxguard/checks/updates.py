@@ -8,6 +8,7 @@ from jaxguard.lint import kinds
 from jaxguard.lint.engine import RemoveNode, ReplaceNode
 from jaxguard.lint.facts import literal_int, literal_str, positional
 from jaxguard.lint.registry import Rule, register
+from jaxguard.lint.walk import descendants
 
 AUGMENTED_TO_AT = {
     cst.AddAssign: "add",
@@ -107,6 +108,10 @@ class InPlaceUpdate(Rule):
         "import jax.numpy as jnp\ndef offsets(senders, sizes):\n    parts = jnp.split(senders, sizes)\n"
         "    for i in range(1, len(parts)):\n        parts[i] -= sizes[i - 1]\n    return jnp.concatenate(parts)\n",
         "import numpy as np\ntables = [{'w': np.ones((2, 2))}]\ntables[0]['w'][0, 0] = 0.0\n",
+        # a jitted function's argument it reads by string keys is a dict of the pytree, whatever
+        # key it writes (qurveros' gate-fixing parameters)
+        "import jax\nimport jax.numpy as jnp\n@jax.jit\ndef fix(points, params):\n    for name in ['left', 'right']:\n"
+        "        params[name] = jnp.clip(params[name], 0.1)\n    return points * params['left']\n",
     )
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -134,8 +139,10 @@ class InPlaceUpdate(Rule):
             if self.ctx.kind_of(base) != kinds.JAX:
                 return False
             # a loop body's carry is what the loop was started with (`fori_loop(..., [a, b])`: a
-            # list): only an index no list or dict takes proves it an array
-            return _array_index(target) if self._carry_as_received(base.value) else True
+            # list), and an argument the function reads by string keys (`p["w"]`) is a dict of
+            # the pytree: only an index no list or dict takes proves it an array
+            pytree = self._carry_as_received(base.value) or self._read_by_keys(base.value)
+            return _array_index(target) if pytree else True
         return isinstance(base, cst.Subscript) and self._is_array_leaf(base) and _array_index(target)
 
     def _carry_as_received(self, name: str) -> bool:
@@ -146,6 +153,20 @@ class InPlaceUpdate(Rule):
             function is not None and owner is function.scope and name in function.params and name not in owner.values
             and self.ctx.facts.lax_loop_of(function) is not None
         )
+
+    def _read_by_keys(self, name: str) -> bool:
+        """A parameter of the function, not rebound, that it indexes with a string somewhere."""
+        function = self.ctx.function
+        owner = self.ctx.scope.lookup(name)
+        if function is None or owner is not function.scope or name not in function.params or name in owner.values:
+            return False
+        cache = self.ctx.facts.derived.setdefault("params-read-by-keys", {})
+        if function.node not in cache:
+            cache[function.node] = {
+                node.value.value for node in descendants(function.node.body)
+                if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and _string_key(node)
+            }
+        return name in cache[function.node]
 
     def _is_array_leaf(self, node: cst.Subscript) -> bool:
         """An item reached by indexing containers: of a traced argument (a pytree whose leaves
