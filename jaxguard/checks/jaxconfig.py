@@ -7,6 +7,7 @@ import difflib
 import functools
 import json
 import math
+import re
 from importlib import resources
 
 import libcst as cst
@@ -284,10 +285,15 @@ def module_x64_aware(ctx) -> bool:
     return aware
 
 
+# the x64 flag by name, or x64 mode in words ("for x64 enabled runs", "under x64")
+_NAMES_X64 = re.compile(r"enable_x64|\bx64[ _-]?(mode|enabled|is enabled|on)\b|\b(enable|enabled|enabling|with|under) x64\b", re.I)
+
+
 def _tells_to_enable_x64(text: str) -> bool:
     """A comment or docstring that names the x64 flag (`jax_enable_x64`, `JAX_ENABLE_X64`,
-    `jax.experimental.enable_x64`): the module documents that it needs x64 on."""
-    return "enable_x64" in text.lower()
+    `jax.experimental.enable_x64`) or x64 mode (`# for x64 enabled runs`): the module
+    documents that it runs with x64 on."""
+    return _NAMES_X64.search(text) is not None
 
 
 def _scan_x64(ctx) -> bool:
@@ -544,9 +550,9 @@ class X64DtypeWithoutX64(Rule):
         64-bit integer requests were such casts; the eighth said "to avoid overflow"). x64 counts as enabled by `jax.config.update(
         "jax_enable_x64", ...)`, the `JAX_ENABLE_X64` environment variable set in the module,
         `jax.enable_x64(...)` contexts, code that reads the flag or checks it (`jnp.zeros(1,
-        jnp.float64).dtype == jnp.float64`), a comment or docstring that names the flag
-        (`# Enable jax_enable_x64 for this to work`: the reader is told), and `x64 = true` in
-        config;
+        jnp.float64).dtype == jnp.float64`), a comment or docstring that names the flag or
+        the mode (`# Enable jax_enable_x64 for this to work`, `# for x64 enabled runs we
+        cast`: the reader is told), and `x64 = true` in config;
         and when importing the module enables it: its package's `__init__` or a project module
         it imports (directly or through others) turns x64 on at import, or refuses to import
         (or warns) without it; a module that calls a project function that turns x64 on, or
@@ -613,6 +619,9 @@ class X64DtypeWithoutX64(Rule):
         "ROOT_DTYPE = jnp.float64\ndef root(m):\n    return m.astype(ROOT_DTYPE)\n",
         '"""Assumes double precision: call jax.config.update("jax_enable_x64", True) first."""\n'
         "import jax.numpy as jnp\nweights = jnp.array([1.0, 2.0], dtype=jnp.float64)\n",
+        # the mode named in words (arlbench's SAC, whose entry scripts switch it from config)
+        "import jax.numpy as jnp\ndef dummy(action):\n    # for x64 enabled runs we have to explicitly cast the dummy action\n"
+        "    return jnp.array(action, dtype=jnp.float64)\n",
     )
 
     def __init__(self, ctx) -> None:
