@@ -802,6 +802,35 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
     return found
 
 
+def _cache(function: cst.FunctionDef, table: str) -> bool:
+    """Is the container `table` a cache `function` fills: a memo it returns its lookups from,
+    or a table it fills only after testing whether it is filled (`if _TABLE: return`, `if
+    key not in cache:`)? Either way the fill is meant to happen once."""
+    return _memo_table(function, table) or _tests_filled(function, table)
+
+
+def _tests_filled(function: cst.FunctionDef, table: str) -> bool:
+    """Does an `if` of `function` test whether `table` is filled: `if table`, `if not
+    table`, `if len(table)`, `if key in table`, `if key not in table`?"""
+
+    def names_table(node) -> bool:
+        return isinstance(node, cst.Name) and node.value == table
+
+    def filled(test) -> bool:
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return filled(test.expression)
+        if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "len":
+            return len(test.args) == 1 and names_table(test.args[0].value)
+        if isinstance(test, cst.Comparison):
+            return any(
+                isinstance(target.operator, (cst.In, cst.NotIn)) and names_table(target.comparator)
+                for target in test.comparisons
+            ) or filled(test.left)
+        return names_table(test)
+
+    return any(isinstance(node, cst.If) and filled(node.test) for node in descendants(function.body))
+
+
 def _memo_table(function: cst.FunctionDef, table: str) -> bool:
     """Does `function` return what it looks up in the container `table` (`return
     table[key]`, `return table.get(key, d)`, or `hit = table.get(key)` ... `return hit`)?"""
@@ -1189,8 +1218,10 @@ class TracedMutatesOuterContainer(Rule):
     what = """
         Flags `.append/.extend/.update/.pop/...` calls, item assignment and `del` on a
         container that a traced function received or reads from outside. Not a memo table
-        the function returns its lookups from (`hit = PLANS.get(key)` ... `return hit`),
-        filled with values not shown to be tracers: a cached call needs none of it.
+        the function returns its lookups from (`hit = PLANS.get(key)` ... `return hit`), nor
+        a table it fills once after testing whether it is filled (`if _TABLE: return`, `if
+        key not in cache:`), filled with values not shown to be tracers: a cached call needs
+        none of it.
 
         Off in test files unless selected by its code: tests fill a container from traced
         code on purpose (`calls["n"] += 1` to check there is no retrace). Judged in test files
@@ -1238,6 +1269,8 @@ class TracedMutatesOuterContainer(Rule):
         # under a bare vmap the body runs on every call, but a mapped value stored leaks a tracer
         "import jax\nimport jax.numpy as jnp\ndef mapped(xs):\n    seen = {}\n    def body(x):\n"
         "        seen['last'] = jnp.sin(x)\n        return x\n    return jax.vmap(body)(xs), seen\n",
+        # a table filled once after testing it, but with a traced value: a leaked tracer
+        "import jax\n_SEEN = {}\n@jax.jit\ndef remember(t):\n    if 't' not in _SEEN:\n        _SEEN['t'] = t * 2\n    return t\n",
     )
     valid = (
         # under a bare vmap the body runs on every call: recording static facts is no leak
@@ -1299,6 +1332,10 @@ class TracedMutatesOuterContainer(Rule):
         "import jax\nPLANS = {}\ndef plan_for(shape):\n    hit = PLANS.get(shape)\n    if hit is not None:\n"
         "        return hit\n    PLANS[shape] = tuple(range(shape[0]))\n    return PLANS[shape]\n"
         "@jax.jit\ndef f(x):\n    return x * len(plan_for(x.shape))\n",
+        # a table loaded from a file once, after testing whether it is loaded (co2-eos)
+        "import jax\nimport jax.numpy as jnp\nimport numpy as np\n_TABLE = {}\ndef _ensure_loaded():\n    if _TABLE:\n"
+        "        return\n    data = np.load('table.npz')\n    for k in data:\n        _TABLE[k] = jnp.array(data[k])\n"
+        "@jax.jit\ndef pressure(t):\n    _ensure_loaded()\n    return t * _TABLE['p']\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1379,10 +1416,11 @@ class TracedMutatesOuterContainer(Rule):
             if name.value not in owner.params:
                 return
         if not any(TracedFlow.of(ctx).origins(v, ctx) for v in values) and (
-            ctx.facts.only_unstaged(function) or (function is not None and _memo_table(function.node, name.value))
+            ctx.facts.only_unstaged(function) or (function is not None and _cache(function.node, name.value))
         ):
             # vmap or grad alone runs the body on every call; a memo the function returns its
-            # lookups from needs none of what a cached call skips (dftax's bucket plans):
+            # lookups from needs none of what a cached call skips (dftax's bucket plans), nor
+            # does a table filled once after testing it (co2-eos' lazily loaded spline table):
             # only a traced value leaks
             return
         self.report(node, self.message.format(name=name.value))
