@@ -103,6 +103,23 @@ def test_a_helper_whose_split_results_are_never_read_does_not_draw(tmp_path):
     assert not any(path == "pkg/top.py" and line == 5 for path, line, _ in lines)
 
 
+def test_a_dict_of_arguments_spread_into_a_transformed_call_is_followed_no_further(tmp_path):
+    # ithaca's saliency maps: `jax.grad(loss, (1, 2))(..., rng=rng, **loss_kwargs)`; the
+    # summary of `loss_kwargs` (which parameters get its items is not known) crashed the run
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/saliency.py": (
+            "import jax\ndef loss(x, rng, scale=1.0):\n    return (x * jax.random.normal(rng) * scale).sum()\n"
+            "def saliency(x, rng, loss_kwargs=None):\n    return jax.grad(loss)(x, rng=rng, **loss_kwargs)\n"
+        ),
+        "pkg/run.py": (
+            "import jax\nfrom pkg.saliency import saliency\n"
+            "def f(key, x):\n    g = saliency(x, key, {'scale': 2.0})\n    return g, jax.random.uniform(key)\n"
+        ),
+    })
+    assert ("pkg/run.py", 5, "JG601") in check(root, "pkg")
+
+
 def test_a_key_inside_a_tuple_is_drawn_only_if_the_callee_opens_the_tuple(tmp_path):
     # hamon's resolve_entry_device(..., arrays=(state, key)) only asks whether any leaf is a tracer
     root = make(tmp_path, {

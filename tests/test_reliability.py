@@ -158,6 +158,28 @@ def test_internal_error_in_cli_run_continues(project, capsys, exploding_rule):
     assert len([line for line in out.splitlines() if " JG301 " in line]) == 2
 
 
+def test_a_bug_summarising_one_module_is_reported_there_and_the_run_goes_on(project, capsys, monkeypatch):
+    # the project index summarises every module first; a bug of ours there must not stop the
+    # run: that module is unknown to the others, and its own check says so
+    from jaxguard.lint import summary
+
+    real_run = summary._Summariser.run
+
+    def run_or_fail(self, tree):
+        if self.module == "other":
+            raise ZeroDivisionError("boom")
+        return real_run(self, tree)
+
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "other.py").write_text(BUGGY)
+    monkeypatch.setattr(summary._Summariser, "run", run_or_fail)
+    exit_code, out, err = run(capsys, "-j", "1", ".")
+    assert exit_code == 2 and "Traceback" not in out + err
+    (crash,) = [line for line in out.splitlines() if " JG003 " in line]
+    assert crash.startswith("other.py:1:1: JG003 internal error summarising this module") and "ZeroDivisionError: boom" in crash
+    assert sorted(line.split(":")[0] for line in out.splitlines() if " JG301 " in line) == ["good.py", "other.py"]
+
+
 def test_stdin(project, capsys, monkeypatch):
     import io
 

@@ -389,7 +389,12 @@ def _lint_source(source: str, path: str, settings: LintSettings) -> LintResult:
             module = parse_module(source)
         except (cst.ParserSyntaxError, SyntaxError, ValueError) as error:
             return LintResult([parse_error_diagnostic(path, source, error)], parse_error=True)
-        return LintResult(_lint_module(module, source, path, settings))
+        diagnostics = _lint_module(module, source, path, settings)
+        if settings.project is not None and settings.project.summary_error:
+            code, name = INTERNAL_ERROR
+            message = f"internal error summarising this module for the project index: {settings.project.summary_error}; other modules know nothing of it"
+            diagnostics.insert(0, Diagnostic(code, name, message, 1, 1, 1, 1, path=path))
+        return LintResult(diagnostics)
 
 
 def _lint_module(module: cst.Module, source: str, path: str, settings: LintSettings) -> list[Diagnostic]:

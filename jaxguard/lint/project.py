@@ -106,6 +106,8 @@ class ProjectView:
     construction_methods: tuple = ()
     # methods of this module's classes that some project code calls after construction
     called_after_construction: tuple = ()
+    # jaxguard failed to summarise this module (a bug of ours): what went wrong
+    summary_error: str = ""
     # project functions of other modules this one calls that turn x64 on, or refuse (or warn)
     # to run without it (`require_x64("care")`): the module's 64-bit requests are not silent
     x64_guards: tuple = ()
@@ -694,6 +696,7 @@ class ProjectIndex:
             x64_guards=tuple(sorted(guards)),
             construction_methods=self._methods_among(summary, building),
             called_after_construction=self._methods_among(summary, called_later),
+            summary_error=summary.get("error", ""),
         )
 
 

@@ -15,6 +15,7 @@ and whether its result is a static Python value (a count, a shape, a flag).
 from __future__ import annotations
 
 import ast
+import traceback
 import warnings
 
 from jaxguard.lint.jaxapi import (
@@ -75,6 +76,11 @@ def summarise(source: str, module: str, is_package: bool) -> dict:
         return _Summariser(module, is_package).run(tree)
     except RecursionError:
         return empty_summary()
+    except Exception as error:  # a bug of ours: the index knows nothing of this module, the run goes on
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        summary = empty_summary()
+        summary["error"] = f"{type(error).__name__}: {error} (at {where.name}:{where.lineno})".splitlines()[0]
+        return summary
 
 
 def _imports_submodules(calls, qualify) -> bool:
@@ -611,6 +617,9 @@ class _KeyUses:
 
     def _use(self, name: ast.Name, parents) -> None:
         parent = parents.get(id(name))
+        if isinstance(parent, ast.keyword) and parent.arg is None:
+            self.unknown = True  # `f(**options)`: which parameters get its items is not known
+            return
         if isinstance(parent, ast.keyword):
             call, keyword, position = parents.get(id(parent)), parent.arg, None
         elif isinstance(parent, ast.Call) and name in parent.args:
