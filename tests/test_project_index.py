@@ -489,7 +489,7 @@ def test_a_notebook_in_the_project_uses_its_modules(tmp_path):
     root = keys_package(tmp_path)
     cell = "import jax\nfrom pkg.rng_utils import finalize, split_key\nkey = jax.random.key(0)\n"
     # (draws are paired within a cell)
-    cells = [cell, "s = finalize(None, key)\ny = split_key(key)\nz = jax.random.normal(key)\n"]
+    cells = [cell, "s = finalize(None, key)\ny = split_key(key)\nz = jax.random.normal(key)\nprint(s, y, z)\n"]
     notebook = {
         "cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [], "execution_count": None} for c in cells],
         "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5,

@@ -523,6 +523,25 @@ def test_an_init_with_output_whose_output_is_thrown_away_is_an_init():
     assert [d.line for d in lint(kept) if d.code == "JG601"] == [5, 6, 12]
 
 
+def test_numbers_drawn_and_never_read_correlate_with_nothing():
+    # w2ot's evaluation scripts: `X = X_sampler.sample(key)` then `Y = Y_sampler.sample(key)`,
+    # and only Y is used: the first draw is dead, nothing shares its numbers
+    source = """
+    import jax
+
+    def main(exp, key, n):
+        X = exp.X_sampler.sample(key, n)
+        Y = exp.Y_sampler.sample(key, n)
+        _ = jax.random.uniform(key)
+        return Y
+    """
+    assert "JG601" not in found(source)
+    assert found(source.replace("return Y", "return X, Y")).count("JG601") == 1
+    # a name another scope may read is not dead: `global`, or `locals()`
+    assert "JG601" in found(source.replace("        X = exp", "        global X\n        X = exp"))
+    assert "JG601" in found(source.replace("return Y", "return Y, locals()"))
+
+
 def test_a_batch_axis_added_to_a_dummy_input_keeps_it_a_template():
     # evorl: one observation and one action sampled from the spaces, given a batch axis,
     # only to initialise the networks
@@ -977,7 +996,7 @@ def test_possible_draws_are_judged_against_a_certain_one():
 def test_one_finding_per_key_and_statement():
     source = "import jax\ndef g(key):\n    return jax.random.normal(key) + jax.random.normal(key) + jax.random.normal(key)\n"
     assert found(source).count("JG601") == 1
-    two_lines = "import jax\ndef g(key):\n    a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    c = jax.random.normal(key)\n"
+    two_lines = "import jax\ndef g(key):\n    a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    c = jax.random.normal(key)\n    return a, b, c\n"
     assert found(two_lines).count("JG601") == 2
 
 

@@ -604,14 +604,14 @@ class KeyFlow:
     def _read_only_for_shape_here(self, owner, drawn: bool) -> set[str]:
         """The names a function (or a program's module level) binds and reads only as
         `.shape`/`.dtype`/... (or, with `drawn`, for numbers drawn at random, as a model
-        init's example input); once per owner."""
+        init's example input, or never); once per owner."""
         cache = self.facts.derived.setdefault("read-only-for-shape", {})
         node = owner.node  # a FunctionInfo's def, or the module scope's Module
         slot = (node, drawn)
         if slot not in cache:
             body = node.body if isinstance(node, cst.FunctionDef) else node
             abstract = functools.partial(self.facts.is_abstract_trace, scope=owner.scope if isinstance(node, cst.FunctionDef) else owner)
-            cache[slot] = _read_only_for_shape(assigned_names(body), body, drawn, abstract)
+            cache[slot] = _read_only_for_shape(assigned_names(body), body, drawn, abstract, unread=drawn)
         return cache[slot]
 
     def _lambda_draws(self, function: cst.Lambda) -> list[tuple[str, str, cst.Call]]:
@@ -908,15 +908,19 @@ def _held_by(facts: ModuleFacts, class_scope: Scope, depth: int = 0) -> tuple[se
 _SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
 
 
-def _read_only_for_shape(names: set[str], body: cst.CSTNode, init_inputs: bool = False, abstract=None) -> set[str]:
+def _read_only_for_shape(
+    names: set[str], body: cst.CSTNode, init_inputs: bool = False, abstract=None, unread: bool = False
+) -> set[str]:
     """Those of `names` that `body` reads at least once, and only as `name.shape`, `.dtype`,
     `.ndim` or `.size`, or (`init_inputs`, for numbers drawn at random) as the example input
     of a model's `init` (`net.init(key, x)` runs the model on `x` only to learn its shapes:
     the parameters come from the key, and the output is thrown away), or in the arguments of
-    a call that `abstract` says is an abstract evaluation (`jax.eval_shape(f, state.params)`).
-    One walk for all."""
+    a call that `abstract` says is an abstract evaluation (`jax.eval_shape(f, state.params)`);
+    with `unread`, also those it never reads (unless `global`/`nonlocal` names them, or
+    `locals()`, `vars()`, `eval` or `exec` may read them). One walk for all."""
     shape: set[str] = set()
     other: set[str] = set()
+    dynamic = []  # `locals()` and the like: any name may be read
     inits: set[int] = set()  # `_, params = m.init_with_output(...)`: an init whose output is thrown away
 
     class _Reads(Visitor):
@@ -951,12 +955,23 @@ def _read_only_for_shape(names: set[str], body: cst.CSTNode, init_inputs: bool =
         def visit_Name(self, node: cst.Name) -> None:
             if node.value in names:
                 other.add(node.value)
+            elif node.value in ("locals", "vars", "eval", "exec"):
+                dynamic.append(node)
 
         def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
             return False  # the binding itself (a second one shows in the scope's values)
 
+        def visit_Global(self, node: cst.Global) -> bool:
+            other.update(item.name.value for item in node.names)  # read elsewhere, maybe
+            return False
+
+        def visit_Nonlocal(self, node: cst.Nonlocal) -> bool:
+            other.update(item.name.value for item in node.names)
+            return False
+
     walk(body, _Reads())
-    return shape - other
+    never = names - shape - other if unread and not dynamic else set()
+    return (shape - other) | never
 
 
 def _assigned_attributes(block: cst.CSTNode) -> set[str]:
@@ -1518,8 +1533,9 @@ class KeyReuse(_KeyRule):
         only for its `.shape`/`.dtype`, or a dummy input given to a model's `init`
         (`net.init(key, normal(key, (1, n)))`: init runs the model on it only to learn shapes;
         also with a batch axis added, `space.sample(key)[None]`), or a value read only by an
-        abstract evaluation (`jax.eval_shape(f, state.params)`): a local of a function, or a
-        top-level name of a notebook or a script no module imports (every reader is in view).
+        abstract evaluation (`jax.eval_shape(f, state.params)`), or never read at all (`X =
+        sampler.sample(key)` with only `Y` used after): a local of a function, or a top-level
+        name of a notebook or a script no module imports (every reader is in view).
         An object's method is judged by its class, of this module or of the project, when
         every binding of the object is a call of that class (`self.act = Sigmoid()` in
         `__init__`, then `self.act(x, rng_key=key)` runs `Sigmoid.__call__`). A function of
@@ -1564,7 +1580,7 @@ class KeyReuse(_KeyRule):
         "        b = jax.random.uniform(self.key)\n        return a, b\n",
         "from jax import random\nkey = random.PRNGKey(0)\nprint(random.normal(key, shape=(1,)))\nprint(key)\nprint(random.normal(key, shape=(1,)))\n",
         "import jax\ndef init(key):\n    w = jax.random.normal(key, (3, 3))\n    b = jax.random.uniform(key, (3,))\n    return w, b\n",
-        "import jax\ndef f(key, flag):\n    if flag:\n        a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return b\n",
+        "import jax\ndef f(key, flag):\n    if flag:\n        a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return a + b\n",
         # a callee of this module that does draw from the key it is given
         "import jax\ndef noise(key, n):\n    return jax.random.normal(key, (n,))\ndef f(key):\n    return noise(key, 2), noise(key, 3)\n",
         # a library's function handed the key, then a model's init draws from it
