@@ -59,6 +59,32 @@ def test_magics_are_not_syntax_errors(tmp_path, monkeypatch, capsys):
     assert code == 0, out
 
 
+def test_a_cell_magic_under_colab_form_comments_is_not_python(tmp_path, monkeypatch, capsys):
+    # ColabDesign, ithaca: `#@title install` then `%%bash`; the cell is shell, skipped whole
+    monkeypatch.chdir(tmp_path)
+    cells = [
+        ("code", "#@title install\n%%bash\nif [ ! -d params ]; then\n  pip -q install colabdesign\nfi"),
+        ("code", "#@markdown\n%%html\n<style>\n  p { font-size: 16px; }\n</style>"),
+        ("code", "import jax.numpy as jnp\nx = jnp.zeros(3)\nx[0] = 1.0"),
+    ]
+    _notebook(tmp_path / "nb.ipynb", cells)
+    code, out = run(capsys, "nb.ipynb")
+    assert "JG001" not in out and "nb.ipynb:cell 3:3:1: JG301" in out
+
+
+def test_a_line_going_on_with_an_open_statement_is_no_magic(tmp_path, monkeypatch, capsys):
+    # AF2Rank: a %-format continued onto a line that starts with `%`; IPython reads a magic
+    # only where a statement starts
+    monkeypatch.chdir(tmp_path)
+    source = (
+        "def dump(z, out):\n    for k, c in enumerate(z):\n        out.write(\"ATOM %5d %8.3f\\n\"\n"
+        "                  % (k + 1, c))\n%time dump([1.0], open('a', 'w'))\nnote = \"\"\"\n%d items\n\"\"\""
+    )
+    _notebook(tmp_path / "nb.ipynb", [("code", source)])
+    code, out = run(capsys, "nb.ipynb")
+    assert code == 0, out
+
+
 def test_fix_writes_the_right_cells_only(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     path = _notebook(tmp_path / "nb.ipynb", CELLS)
@@ -362,19 +388,19 @@ def test_a_key_is_paired_within_a_cell_and_after_a_split_across_cells(tmp_path, 
     cells = [
         ("code", "import jax\nkey = jax.random.PRNGKey(0)\nx = jax.random.normal(key, (3,))"),
         ("markdown", "Another experiment, the same seed"),
-        ("code", "y = jax.random.uniform(key, (3,))"),
+        ("code", "y = jax.random.uniform(key, (3,))\nprint(x, y)"),
     ]
     code, out = run_cells(tmp_path, capsys, cells)
     assert code == 0 and "JG60" not in out
-    code, out = run_cells(tmp_path, capsys, [*cells[:2], ("code", "y = jax.random.uniform(key, (3,))\nz = jax.random.normal(key, (3,))")])
+    code, out = run_cells(tmp_path, capsys, [*cells[:2], ("code", "y = jax.random.uniform(key, (3,))\nz = jax.random.normal(key, (3,))\nprint(y, z)")])
     assert [line.split(": ")[0:2] for line in out.splitlines() if "JG" in line] == [["nb.ipynb:cell 3:2:5", "JG601 PRNG key 'key' is used again"]]
     code, out = run_cells(tmp_path, capsys, [("code", "import jax\nkey = jax.random.PRNGKey(0)\nk1, k2 = jax.random.split(key)"),
-                                             ("code", "y = jax.random.uniform(key, (3,))")])
+                                             ("code", "y = jax.random.uniform(key, (3,))\nprint(y)")])
     assert "nb.ipynb:cell 2:1:5: JG602" in out
     # drawn from, then split (learned_optimization's notebook): a later cell's use repeats
     # the split's keys, as after a split alone
     code, out = run_cells(tmp_path, capsys, [
-        ("code", "import jax\nkey = jax.random.PRNGKey(0)\nw = jax.random.normal(key, (3,))\nkeys = jax.random.split(key, 4)"),
+        ("code", "import jax\nkey = jax.random.PRNGKey(0)\nw = jax.random.normal(key, (3,))\nkeys = jax.random.split(key, 4)\nprint(w)"),
         ("code", "k1, key = jax.random.split(key)"),
     ])
     assert "nb.ipynb:cell 1:4:8: JG601" in out and "nb.ipynb:cell 2:1:11: JG602" in out

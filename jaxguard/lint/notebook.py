@@ -3,8 +3,9 @@
 - The code cells are joined in order (so an import in cell 1 is known in cell 5), with a
   marker comment between cells. IPython syntax is masked, not an error: a line magic
   (`%timeit f(x)`), a shell escape (`!pip install jax`), `x = !ls`, `x = %env`, help
-  (`f?`, `?f`) become `pass` placeholders of the same indentation; a cell magic cell
-  (`%%bash`, `%%time`...) is skipped as a whole. A cell whose first line is indented loses
+  (`f?`, `?f`) become `pass` placeholders of the same indentation, where a statement
+  starts (a line going on with an open bracket or string is Python); a cell magic cell
+  (`%%bash`, `%%time`..., also under Colab's `#@title` comments) is skipped as a whole. A cell whose first line is indented loses
   that indentation from every line that has it, as IPython runs it; its findings keep
   their columns, and fixes in it are not written.
 - Findings are reported as `nb.ipynb:cell N:line:col`: N is the cell's 1-based position
@@ -104,13 +105,28 @@ def _is_magic(line: str) -> bool:
     return False  # `time = 5`, `run(x)`: Python as written
 
 
+def _inside_open_statement(lines: list[str]) -> bool:
+    """The lines so far leave a bracket, a string or a backslash open: the next line goes
+    on with that statement (`out.write("%5d" \\n % (k,))`), IPython reads no magic there."""
+    if not lines:
+        return False
+    try:
+        compile("\n".join(lines) + "\n", "<cell>", "exec")
+    except SyntaxError as error:
+        message = str(error)
+        return any(part in message for part in ("never closed", "unexpected EOF", "unterminated", "EOF while"))
+    except (ValueError, RecursionError, MemoryError):
+        return False
+    return False
+
+
 def _mask(text: str, masked: list[str]) -> str:
     """Each IPython line (magic, shell escape, help) becomes a placeholder of the same
     indentation; so do the lines a trailing backslash continues it onto (`!pip install \\`)."""
     out = []
     continued_indent = None
     for line in text.split("\n"):
-        if continued_indent is None and not _is_magic(line):
+        if continued_indent is None and (not _is_magic(line) or _inside_open_statement(out)):
             out.append(line)
             continue
         indent = continued_indent if continued_indent is not None else line[: len(line) - len(line.lstrip())]
@@ -131,6 +147,16 @@ def _without_leading_indent(text: str) -> tuple[str, str]:
     return "\n".join(line.removeprefix(indent) for line in lines), indent
 
 
+def _cell_magic(text: str) -> bool:
+    """The cell's first line that is not blank or a comment starts with `%%` (Colab puts
+    form annotations, `#@title install`, above `%%bash`)."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            return stripped.startswith("%%")
+    return False
+
+
 def _build(notebook: dict) -> tuple[str, list[_Cell]]:
     cells: list[_Cell] = []
     parts: list[str] = []
@@ -140,7 +166,7 @@ def _build(notebook: dict) -> tuple[str, list[_Cell]]:
             continue
         number = index + 1
         text = _source_text(cell)
-        if text.lstrip().startswith("%%"):
+        if _cell_magic(text):
             continue  # a cell magic: not Python
         masked: list[str] = []
         runs, indent = _without_leading_indent(text)
