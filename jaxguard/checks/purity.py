@@ -92,8 +92,12 @@ class PrintInTraced(Rule):
         "import jax\ndef report(v):\n    print(f'value {v}')\n    return v\n@jax.jit\ndef f(x):\n    return report(x * 2)\n",
         # static information next to a traced value
         "import jax\n@jax.jit\ndef f(x):\n    print(f'{x.shape}: {x}')\n    return x\n",
+        # a tree of values computed from the traced leaves
+        "import jax\n@jax.jit\ndef f(grads):\n    print(jax.tree_util.tree_map(lambda g: g.sum(), grads))\n    return grads\n",
     )
     valid = (
+        # a tree of the traced leaves' shapes (DIffUCO's gradient check)
+        "import jax\n@jax.jit\ndef f(grads):\n    print(jax.tree_util.tree_map(lambda g: g.shape, grads))\n    return grads\n",
         # traced only where `verbose` is false: with it, a Python loop runs the step eagerly
         "import jax\ndef solve(x, verbose):\n    def step(c):\n        if verbose:\n            print(c)\n        return c - 1\n"
         "    if verbose:\n        while x > 0:\n            x = step(x)\n    else:\n        x = jax.lax.while_loop(lambda c: c > 0, step, x)\n    return x\n",

@@ -846,9 +846,10 @@ class TracedFlow:
         ):
             return NONE  # the project index: a function or method of the project that returns a Python value
         if tail in ("tree_map", "map") and node.args and (name or "").startswith(("jax.tree", "tree")) or tail == "tree_map":
-            # tree_map(is_leafy_predicate, tree): a tree of Python bools
+            # tree_map(is_leafy_predicate, tree): a tree of Python bools; tree_map(lambda x:
+            # x.shape, tree): a tree of shapes
             mapped = call_tail(node.args[0].value) or ""
-            if mapped.startswith(_PREDICATE_PREFIXES):
+            if mapped.startswith(_PREDICATE_PREFIXES) or self._metadata_lambda(node.args[0].value, info):
                 return NONE
         binding = self._summary_binding(node, receiver, each, info)
         if binding is not None:
@@ -857,6 +858,21 @@ class TracedFlow:
         if not self.proven or self._array_operation(node, name, tail, info):
             return receiver | args
         return NONE  # `model.dofs()`, `tree_size(p)`, `fn(x)`: the linter cannot see the result
+
+    def _metadata_lambda(self, function: cst.BaseExpression, info: FunctionInfo) -> bool:
+        """`lambda x: x.shape`, `lambda x: (x.shape, x.dtype)`, `lambda x: jnp.shape(x)`: what
+        it returns of its argument is metadata, never a value of the array."""
+        if not isinstance(function, cst.Lambda):
+            return False
+        body = function.body
+        parts = [element.value for element in body.elements] if isinstance(body, cst.Tuple) else [body]
+
+        def metadata(part) -> bool:
+            if isinstance(part, cst.Attribute):
+                return part.attr.value in CONCRETE_ATTRS
+            return isinstance(part, cst.Call) and self.facts.qualname(part.func, info.scope) in CONCRETE_CALLS
+
+        return all(metadata(part) for part in parts)
 
     def _array_operation(self, node: cst.Call, name: str | None, tail: str, info: FunctionInfo) -> bool:
         """A call whose result is an array (or a pytree of them) when its inputs are: JAX and
