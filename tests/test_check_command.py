@@ -87,7 +87,7 @@ def test_exit_zero(project):
 
 
 def test_fix_writes_and_reports_remaining(project):
-    (project / "mixed.py").write_text(BUGGY + "import jax\nk = jax.random.key(0)\na = jax.random.normal(k)\nb = jax.random.normal(k)\n")
+    (project / "mixed.py").write_text(BUGGY + "import jax\nk = jax.random.key(0)\na = jax.random.normal(k)\nb = jax.random.normal(k)\nprint(a, b)\n")
     result = run("check", "mixed.py", "--fix", cwd=project)
     assert result.returncode == 1  # JG601 has no fix and remains
     fixed = (project / "mixed.py").read_text()
@@ -283,7 +283,7 @@ def test_linting_never_imports_jax(tmp_path):
 
 
 def test_rule_names_are_accepted_wherever_codes_are(project):
-    (project / "keys.py").write_text("import jax\nkey = jax.random.key(0)\na = jax.random.normal(key)\nb = jax.random.normal(key)\n")
+    (project / "keys.py").write_text("import jax\nkey = jax.random.key(0)\na = jax.random.normal(key)\nb = jax.random.normal(key)\nprint(a, b)\n")
     by_name = run("check", "keys.py", "buggy.py", "--select", "prng-key-reuse", "--output-format", "concise", cwd=project)
     by_code = run("check", "keys.py", "buggy.py", "--select", "JG601", "--output-format", "concise", cwd=project)
     assert by_name.returncode == 1 and by_name.stdout == by_code.stdout and "JG601" in by_name.stdout
