@@ -21,8 +21,8 @@ TRICKY = [
     "import jax.numpy as jnp\ns = '''\nx[0] = 1\n'''\nx = jnp.zeros(2)\nif True:\n    x[1] = 2.0  # noqa: JG999\n\x0c\nprint(jnp.sum([1, 2]))\n",
     "import jax\nfrom jax import jit\n\n@jit\ndef f(x):\n    print(\n        'x', x,\n    )\n    return x\n",
     # two-space and tab indentation (the module's default indent drives code generation)
-    "import jax\nclass T:\n  def test(self):\n    key = jax.random.key(0)\n    a = jax.random.normal(key)\n    b = jax.random.normal(key)\n",
-    "import jax\nif True:\n\tkey = jax.random.key(0)\n\tif key is not None:\n\t\ta = jax.random.normal(key)\n\t\tb = jax.random.normal(key)\n",
+    "import jax\nclass T:\n  def test(self):\n    key = jax.random.key(0)\n    a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return a + b\n",
+    "import jax\nif True:\n\tkey = jax.random.key(0)\n\tif key is not None:\n\t\ta = jax.random.normal(key)\n\t\tb = jax.random.normal(key)\n\t\tprint(a, b)\n",
 ]
 
 
