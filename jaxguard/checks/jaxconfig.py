@@ -715,16 +715,11 @@ def _exact_literal_value(qualified: str, call: cst.Call) -> bool:
     """`jnp.float64(10)`, `jnp.asarray(0.0, dtype=jnp.float64)`: a number written in the
     code that the 32-bit type holds exactly, so JAX's 32-bit value is the same number."""
     args = positional(call)
-    if qualified not in _VALUE_MAKERS or not args:
+    value = number(args[0]) if qualified in _VALUE_MAKERS and args else None
+    if value is None:
         return False
-    value = args[0]
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-        value = value.expression
-    if not isinstance(value, (cst.Integer, cst.Float)):
-        return False
-    number = float(value.evaluated_value)
     try:
-        return struct.unpack("f", struct.pack("f", number))[0] == number
+        return struct.unpack("f", struct.pack("f", value))[0] == value
     except OverflowError:
         return False
 

@@ -573,7 +573,7 @@ class KeyFlow:
         # a name of a function, or of a program's module level (a notebook, a script nothing
         # imports), whose readers are all in view
         function = self.scope.function
-        owner = function if function is not None else self.scope if self.facts.is_program and self.scope.kind == "module" else None
+        owner = function.scope if function is not None else self.scope if self.facts.is_program and self.scope.kind == "module" else None
         if (
             owner is not None and isinstance(small, cst.Assign) and self._batched(small.value, call)
             and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
@@ -601,16 +601,15 @@ class KeyFlow:
             return params == [getattr(body, "value", None)] and self._batched(value.args[1].value, call)
         return False
 
-    def _read_only_for_shape_here(self, owner, drawn: bool) -> set[str]:
-        """The names a function (or a program's module level) binds and reads only as
-        `.shape`/`.dtype`/... (or, with `drawn`, for numbers drawn at random, as a model
-        init's example input, or never); once per owner."""
+    def _read_only_for_shape_here(self, owner: Scope, drawn: bool) -> set[str]:
+        """The names a function's scope (or a program's module scope) binds and reads only
+        as `.shape`/`.dtype`/... (or, with `drawn`, for numbers drawn at random, as a model
+        init's example input, or never); once per scope."""
         cache = self.facts.derived.setdefault("read-only-for-shape", {})
-        node = owner.node  # a FunctionInfo's def, or the module scope's Module
-        slot = (node, drawn)
+        slot = (owner.node, drawn)
         if slot not in cache:
-            body = node.body if isinstance(node, cst.FunctionDef) else node
-            abstract = functools.partial(self.facts.is_abstract_trace, scope=owner.scope if isinstance(node, cst.FunctionDef) else owner)
+            body = owner.node.body if owner.kind == "function" else owner.node
+            abstract = functools.partial(self.facts.is_abstract_trace, scope=owner)
             cache[slot] = _read_only_for_shape(assigned_names(body), body, drawn, abstract, unread=drawn)
         return cache[slot]
 
