@@ -32,8 +32,11 @@ def _is_list_like(ctx, node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Name):
         # `losses = []`, filled in a loop, then `jnp.min(losses)`: a list held in a name of this
         # scope whose latest binding is a list
+        # (a parameter only annotated `list[float]` is not one: callers often pass arrays)
         owner = ctx.scope.lookup(node.value)
-        return owner is ctx.scope and ctx.kind_of(node) == kinds.LIST
+        function = ctx.function
+        annotated_only = function is not None and node.value in function.params and node.value not in owner.values
+        return owner is ctx.scope and not annotated_only and ctx.kind_of(node) == kinds.LIST
     return False
 
 
@@ -48,6 +51,8 @@ class ListToJnp(Rule):
         Flags a list or tuple literal, a list comprehension, `list(...)`/`tuple(...)`/`range(...)`,
         or a name of the same scope whose latest binding is a list (`losses = []`, appended to in
         a loop, then `jnp.min(losses)`), passed where a `jax.numpy` function requires an array.
+        A parameter only annotated `list[...]` is not flagged: numeric code writes `list[float]`
+        for what its callers pass as arrays.
     """
     why = """
         Unlike NumPy, `jax.numpy` functions reject lists and tuples (`TypeError: sum requires
@@ -74,11 +79,15 @@ class ListToJnp(Rule):
         "from jax import numpy as np\ny = np.where((True, False), 1, 0)\n",
         "import jax.numpy as jnp\nz = jnp.mean(list(range(10)))\n",
         "import jax.numpy as jnp\nw = jnp.maximum(jnp.zeros(2), [x * 2 for x in (1, 2)])\n",
+        # a parameter the function rebinds to a list
+        "import jax.numpy as jnp\ndef lowest(xs: list[float]):\n    xs = list(xs)\n    return jnp.min(xs)\n",
     )
     valid = (
         "import numpy as np\nprint(np.sum([1, 2, 3]))\n",
         "import jax.numpy as jnp\nx = jnp.array([1, 2, 3])\ny = jnp.zeros((2, 3))\nz = jnp.concatenate([x, x])\n",
         "import jax.numpy as jnp\nx = jnp.sum(jnp.array([1, 2]))\ns = jnp.stack([x, x])\nr = jnp.reshape(x, (2, 1))\n",
+        # only annotated a list: callers of numeric code often pass arrays under `list[float]`
+        "import jax.numpy as jnp\ndef lowest(xs: list[float]):\n    return jnp.min(xs)\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -32,6 +32,7 @@ from jaxguard.lint.facts import (
     positional,
 )
 from jaxguard.lint.registry import Rule, register
+from jaxguard.lint.jaxapi import ARRAY_METHODS
 from jaxguard.lint.traced import (
     NONE,
     TracedFlow,
@@ -698,6 +699,9 @@ class JitInLoop(Rule):
         arguments. Not flagged: a sweep over constant configurations (or any loop in a test,
         a benchmark or a tuning script: `benchmarks/`, `bench_*.py`, `tune_*.py`)
         where the function uses the loop variable (one compile per configuration is the point),
+        a loop over anything whose value the function calls or names a collective's axis with
+        (`transform.decompose(n)`, `psum(x, axes)`: the program itself changes, no argument
+        can carry it),
         `jit(..., inline=True)` (inlined into the caller's trace), `jit(partial(lax.scan,
         step))` with `step` a closure (the scan would trace it on every call anyway),
         `jax.jit(f).lower(...).compile()` (an ahead-of-time compile, asked for each time), a
@@ -753,6 +757,9 @@ class JitInLoop(Rule):
         "import jax\ndef run(model, xs):\n    for x in xs:\n        y = jax.jit(model.step)(x)\n    return y\n",
         "import jax\ndef train(params, batches):\n    for batch in batches:\n"
         "        step = jax.jit(lambda p: p - batch)\n        params = step(params)\n    return params\n",
+        # an array's method on the loop's value is data, which an argument carries
+        "import jax\ndef train(params, batches):\n    for batch in batches:\n"
+        "        step = jax.jit(lambda p: p - batch.mean())\n        params = step(params)\n    return params\n",
         "import jax\nfrom functools import partial\ndef loss(p, x):\n    return p * x\n"
         "def run(p, xs):\n    while xs:\n        p = jax.jit(loss)(p, xs.pop())\n    return p\n",
         "import jax\ndef run(batches, x):\n    for batch in batches:\n        @jax.jit\n        def f(x):\n"
@@ -876,6 +883,13 @@ class JitInLoop(Rule):
         # a sweep: the object whose method is compiled is made from the loop variable
         "import jax\nfrom functools import partial\ndef make(axis):\n    return axis\nfor axis_name in [None, 'i']:\n"
         "    model = make(partial(print, axis=axis_name))\n    out = jax.pmap(model.init, axis_name='i')(1.0)\n",
+        # over what it is given: the loop's value is a collective's axis name, part of the program
+        "import jax\ndef warm(mesh, groups, x):\n    for axes in groups:\n"
+        "        jax.jit(jax.shard_map(lambda b, axes=axes: jax.lax.psum(b, axes), mesh=mesh))(x)\n",
+        # ... or an object the compiled function calls, made from the loop's value
+        "import jax\nimport mylib\ndef noise_levels(kinds, samples):\n    out = []\n    for kind in kinds:\n"
+        "        transform = mylib.Transform(kind)\n        def propagate(n):\n            return transform.decompose(n)\n"
+        "        out.append(jax.vmap(jax.jit(propagate))(samples))\n    return out\n",
     )
 
     per_call = False  # JG112 reports the per-call case this class finds
@@ -1314,11 +1328,37 @@ class JitInLoop(Rule):
         in_tests = self.ctx.function is not None and _in_test_or_main(self.ctx.function, self.ctx.path)
         depth = self.frames[-1][0]
         for loop in self.loops[len(self.loops) - depth:]:
-            if not isinstance(loop, cst.For) or not (in_tests or self._constant_iterable(loop.iter, 0) or self._timed(loop)):
+            if not isinstance(loop, cst.For):
                 continue
-            if _loop_dependent_names(loop) & names_in(function):
+            varying = _loop_dependent_names(loop)
+            if varying & self._program_parts(function):
+                return True  # over any iterable: what makes the program changes, no argument can carry it
+            if (in_tests or self._constant_iterable(loop.iter, 0) or self._timed(loop)) and varying & names_in(function):
                 return True
         return False
+
+    def _program_parts(self, function: cst.CSTNode) -> set[str]:
+        """Names the compiled function calls (`step_fn(x)`, `wavelet.decompose(n)`; not an
+        array's method) or gives as a mapped axis's name (`psum(x, axes)`): they make the
+        program itself, which no array argument can carry."""
+        parts: set[str] = set()
+        for node in descendants(function):
+            if not isinstance(node, cst.Call):
+                continue
+            func = node.func
+            if isinstance(func, cst.Name):
+                parts.add(func.value)
+            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value not in ARRAY_METHODS:
+                parts.add(func.value.value)
+            name = self.ctx.qualname(func) or ""
+            axis = keyword(node, "axis_name")
+            if axis is None and name in _AXIS_NAMING:
+                args = positional(node)
+                index = _AXIS_NAMING[name]
+                axis = args[index] if len(args) > index else None
+            if axis is not None:
+                parts |= names_in(axis)
+        return parts
 
     def _timed(self, loop: cst.For) -> bool:
         """The loop reads a clock: it benchmarks or autotunes what it compiles, one
@@ -1459,6 +1499,12 @@ def _loop_dependent_names(loop: cst.For) -> set[str]:
                 changed = True
     return varying
 
+
+# Collectives and the position of the mapped axis's name they take.
+_AXIS_NAMING = {
+    **{f"jax.lax.{name}": 1 for name in ("psum", "pmean", "pmax", "pmin", "all_gather", "all_to_all", "ppermute", "psum_scatter")},
+    "jax.lax.axis_index": 0,
+}
 
 # Container methods that keep what they are given.
 _STORING = frozenset({"append", "extend", "insert", "add", "setdefault", "update", "put"})
