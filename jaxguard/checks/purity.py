@@ -1225,7 +1225,9 @@ class TracedMutatesOuterContainer(Rule):
         the function returns its lookups from (`hit = PLANS.get(key)` ... `return hit`), nor
         a table it fills once after testing whether it is filled (`if _TABLE: return`, `if
         key not in cache:`), filled with values not shown to be tracers: a cached call needs
-        none of it.
+        none of it. Nor a jitted function's own argument (jit hands it a rebuilt copy) that it
+        changes and then reads, returns, or takes items out of to use (`labels =
+        batch.pop("labels")`).
 
         Off in test files unless selected by its code: tests fill a container from traced
         code on purpose (`calls["n"] += 1` to check there is no retrace). Judged in test files
@@ -1264,6 +1266,8 @@ class TracedMutatesOuterContainer(Rule):
         "import jax\nseen = set()\n@jax.jit\ndef f(x):\n    seen.add(x)\n    return x\n",
         # the argument is changed in place but not returned: the caller's dict is not updated
         "import jax\n@jax.jit\ndef f(params, grads):\n    params['w'] = params['w'] - grads\n    return grads\n",
+        # an item dropped from the argument, the result unused: meant for the caller's dict, which keeps it
+        "import jax\n@jax.jit\ndef step(state, batch):\n    batch.pop('labels')\n    return state\n",
         # a helper mutating what it was given (the caller's container)
         "import jax\ndef record(log, x):\n    log.append(x)\n    return x\n@jax.jit\ndef f(x):\n"
         "    return record(HISTORY, x)\nHISTORY = []\n",
@@ -1305,6 +1309,8 @@ class TracedMutatesOuterContainer(Rule):
         "import jax\ndef make(replay_buffer, repertoire):\n    @jax.jit\n    def step(buffer_state, x):\n"
         "        buffer_state = replay_buffer.insert(buffer_state, x)\n        new = repertoire.add(x)\n"
         "        return buffer_state, new\n    return step\n",
+        # items taken out of the jitted function's own dict argument (jit's rebuilt copy) to use them
+        "import jax\n@jax.jit\ndef step(state, batch):\n    labels = batch.pop('labels')\n    return state * labels\n",
         # the jitted function's own dict argument, updated and returned
         "import jax\n@jax.jit\ndef update(params, grads):\n    params['online'] = params['online'] - grads\n    return params\n",
         # filled in for the function's own use, then read: jit's rebuilt dict, a merge in the trace
@@ -1362,6 +1368,10 @@ class TracedMutatesOuterContainer(Rule):
             isinstance(small, cst.Expr) and small.value is call for small in statement.body
         )
 
+    def _taken_out(self, node: cst.CSTNode) -> bool:
+        """`labels = batch.pop("labels")`: an item read out of the argument, whose result is used."""
+        return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "pop" and not self._discarded(node)
+
     def _is_container(self, name: cst.Name) -> bool:
         ctx = self.ctx
         if ctx.kind_of(name) in CONTAINER_KINDS:
@@ -1411,8 +1421,10 @@ class TracedMutatesOuterContainer(Rule):
         if owner.function is not None and name.value in owner.params:
             if _kwargs(owner.function, name.value) or name.value in _returned_names(owner.function):
                 return  # a new dict each call; or changed and handed back to the caller
-            if (owner.function is function or owner.function.params_traced) and _read_later(ctx, function, name.value):
-                return  # filled in for this function's own use: a merge inside the trace
+            if (owner.function is function or owner.function.params_traced) and (
+                _read_later(ctx, function, name.value) or self._taken_out(node)
+            ):
+                return  # filled in, or taken apart (`labels = batch.pop("labels")`), for this function's own use
             if not owner.function.params_traced and not self._outer_container_passed(owner.function, name.value):
                 return  # a helper's argument: made inside the same trace unless a caller shows otherwise
         if owner.function is not None and owner.function.traced and owner.function is not function:
