@@ -1597,8 +1597,14 @@ class KeyReuse(_KeyRule):
         # a draw after the `where` that already drew from the key
         "import jax.numpy as jnp\nimport jax\ndef spot(key, square):\n"
         "    x = jnp.where(square, jax.random.uniform(key, (2,)), 0.0)\n    return x + jax.random.normal(key, (2,))\n",
+        # a method the class inherits from a base class of the module, which draws from the key
+        "import jax\nclass Base:\n    def noise(self, rng):\n        return jax.random.normal(rng)\n"
+        "class Runner(Base):\n    def run(self, rng):\n        return self.noise(rng) + jax.random.uniform(rng)\n",
     )
     valid = (
+        # ... and one that ignores it (a stand-in returning zeros)
+        "import jax\nimport jax.numpy as jnp\nclass Base:\n    def fake_run(self, rng, params):\n        return jnp.zeros(3)\n"
+        "class Runner(Base):\n    def run(self, rng, params):\n        return self.fake_run(rng, params) + jax.random.uniform(rng)\n",
         # a key in second place of an `apply` (Haiku's signature, as acme's networks carry it):
         # drawn from only if the model has stochastic layers
         "import jax\nimport rlax\ndef act(networks, params, obs, rng):\n    rng, policy_rng = jax.random.split(rng)\n"

@@ -1672,12 +1672,33 @@ class ModuleFacts:
 
     def instance_method(self, func: cst.BaseExpression, scope: Scope) -> FunctionInfo | None:
         """`obj(...)` or `obj.m(...)` on an object of a class of this module (see
-        `object_class`): the class's own `__call__` or `m` (None when the method is
-        inherited, or the object is anything else)."""
+        `object_class`): its `__call__` or `m`, the class's own or inherited from a base
+        class of this module (None when the object is anything else)."""
         for receiver, method in _receivers_and_methods(func):
             class_scope = self.object_class(receiver, scope)
-            if class_scope is not None and method in class_scope.defs:
-                return class_scope.defs[method]
+            found = self._method_of(class_scope, method) if class_scope is not None else None
+            if found is not None:
+                return found
+        return None
+
+    def _method_of(self, class_scope: Scope, method: str, depth: int = 0) -> FunctionInfo | None:
+        """The class's `method`, or the one its bases give it, searched left to right; a
+        base that is not a class of this module ends the search (its methods are unknown)."""
+        if method in class_scope.defs:
+            return class_scope.defs[method]
+        node, outer = class_scope.node, class_scope.parent
+        if depth > 5 or not isinstance(node, cst.ClassDef) or outer is None:
+            return None
+        for base in node.bases:
+            name = base.value.value if isinstance(base.value, cst.Name) and base.keyword is None else None
+            if name == "object":
+                continue
+            owner = outer.lookup(name) if name is not None else None
+            if owner is None or name not in owner.classes or name in owner.values:
+                return None
+            found = self._method_of(self.scopes[owner.classes[name]], method, depth + 1)
+            if found is not None:
+                return found
         return None
 
     def object_method_name(self, func: cst.BaseExpression, scope: Scope) -> str | None:
