@@ -84,6 +84,7 @@ class RemovedJaxConfigModule(Rule):
     summary = "from jax.config import config raises ModuleNotFoundError; use jax.config.update"
     message = "'{statement}' raises ModuleNotFoundError: jax.config is no longer a module; use jax.config.update(...) after 'import jax'"
     fix_kind = "autofix"
+    removed_in = (0, 4, 25)
     what = "Flags `from jax.config import config` and `import jax.config` (as anything)."
     why = """
         `jax/config.py` was removed: `jax.config` is now only an attribute of the `jax`

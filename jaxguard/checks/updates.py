@@ -403,6 +403,7 @@ class RemovedIndexOps(Rule):
     summary = "jax.ops.index_update and friends were removed; use x.at[idx] methods"
     message = "{name} was removed from JAX; use x.at[idx].{op}(y)"
     fix_kind = "autofix"
+    removed_in = (0, 3, 2)
     what = "Flags `jax.ops.index_update/index_add/index_mul/index_min/index_max` and imports of them."
     why = """
         These functions were removed from JAX (0.3.2): the import fails with `ImportError` and

@@ -22,6 +22,7 @@ from jaxguard.lint.positions import Positions
 from jaxguard.lint.registry import INTERNAL_ERROR, SYNTAX_ERROR, Rule, all_rules
 from jaxguard.lint.project import ProjectView
 from jaxguard.lint.settings import LintSettings
+from jaxguard.lint.requirements import runs_on_jax_before
 from jaxguard.lint.suppress import Suppressions
 from jaxguard.lint.walk import NODE_TYPES, child_fields
 
@@ -397,11 +398,19 @@ def _lint_source(source: str, path: str, settings: LintSettings) -> LintResult:
         return LintResult(diagnostics)
 
 
+def _pinned_before_removal(rule: type[Rule], path: str) -> bool:
+    """The rule reports an API a JAX release removed, and the file's project runs on older ones."""
+    return rule.removed_in is not None and runs_on_jax_before(path, rule.removed_in)
+
+
 def _lint_module(module: cst.Module, source: str, path: str, settings: LintSettings) -> list[Diagnostic]:
     rules_by_code = all_rules()
     facts = ModuleFacts.build(module, settings.traced_decorators, settings.project)
     ctx = RuleContext(facts, settings, path, source)
-    rules = [rules_by_code[code](ctx) for code in sorted(settings.enabled) if code in rules_by_code]
+    rules = [
+        rules_by_code[code](ctx) for code in sorted(settings.enabled)
+        if code in rules_by_code and not _pinned_before_removal(rules_by_code[code], path)
+    ]
     diagnostics: list[Diagnostic] = []
     try:
         _Runner(ctx, rules).run(module)

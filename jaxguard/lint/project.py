@@ -899,7 +899,10 @@ def _with_text(index: ProjectIndex, path: str, data: bytes) -> tuple[ProjectInde
 def forget_indexes() -> None:
     """Drop the in-process indexes (files changed on disk): the next view rebuilds from the
     summary store, re-reading only the files whose size or mtime changed."""
+    from jaxguard.lint.requirements import forget_declarations
+
     _INDEXES.clear()
+    forget_declarations()  # a dependency file may have changed too
 
 
 # One index per project and process: flake8 checks many files of one project in a process.

@@ -45,6 +45,9 @@ class Rule:
     # False: off in test files (the `test-files` setting) unless selected by its exact code
     in_tests: ClassVar[bool] = True
     fix_kind: ClassVar[str] = "none"
+    # the JAX release that removed the API the rule reports: silent in a project whose
+    # dependency files declare only older JAX versions (see jaxguard.lint.requirements)
+    removed_in: ClassVar[tuple[int, ...] | None] = None
     # documentation, in ruff's layout
     what: ClassVar[str]
     why: ClassVar[str]
@@ -99,6 +102,14 @@ class Rule:
             _dedent(cls.use_instead),
             "```",
         ]
+        if cls.removed_in is not None:
+            version = ".".join(map(str, cls.removed_in))
+            lines += [
+                "", "## Pinned projects", "",
+                f"Not reported in a project whose dependency files (setup.py, setup.cfg, pyproject.toml,"
+                f" requirements*.txt, environment*.yml: the nearest folder above the file that has any)"
+                f" declare only JAX versions before {version}, where the API still exists.",
+            ]
         if cls.fix_safety:
             lines += ["", "## Fix safety", "", _dedent(cls.fix_safety)]
         if cls.references:
