@@ -24,7 +24,7 @@ else:  # pragma: no cover
 Version = tuple[int, ...]
 
 # a requirement on the `jax` distribution (not jaxlib, not jax-md): name, extras, specifiers
-_REQUIREMENT = re.compile(r"^\s*jax\s*(?:\[[^\]]*\])?\s*(?P<spec>(?:[<>=!~]|$)[^;#]*)?(?:[;#].*)?$", re.I)
+_REQUIREMENT = re.compile(r"^\s*jax\s*(?:\[[^\]]*\])?\s*(?P<spec>(?:[<>=!~]|$)[^;#]*)?(?:[;#].*)?$", re.IGNORECASE)
 _CLAUSE = re.compile(r"(===|==|<=|>=|~=|!=|<|>|=)\s*([0-9][0-9A-Za-z.*+!-]*)")
 _FILES = ("setup.py", "setup.cfg", "pyproject.toml")
 _PATTERNS = ("requirements*.txt", "environment*.yml", "environment*.yaml")
