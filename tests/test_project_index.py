@@ -242,6 +242,22 @@ def test_x64_enabled_by_a_package_module_nothing_imports_does_not_count(tmp_path
     assert ("pkg/ops.py", "JG903") in found(root, ".")
 
 
+def test_an_example_script_that_enables_x64_then_imports_the_package_runs_it_with_x64(tmp_path):
+    # JAX-BO: every example enables x64 at its top, then imports jaxbo
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/ops.py": X64_MODULE,
+        "examples/fit.py": "from jax import config\nconfig.update('jax_enable_x64', True)\nfrom pkg.ops import f\nprint(f(3))\n",
+    }
+    (tmp_path / "a").mkdir()
+    assert ("pkg/ops.py", "JG903") not in found(make(tmp_path / "a", files), ".")
+    # imported before x64 is switched on (its import-time code runs with 32 bits), or by a
+    # script that never switches it on: reported
+    (tmp_path / "b").mkdir()
+    files["examples/fit.py"] = "from pkg.ops import f\nfrom jax import config\nconfig.update('jax_enable_x64', True)\n"
+    assert ("pkg/ops.py", "JG903") in found(make(tmp_path / "b", files), ".")
+
+
 def test_a_function_called_only_where_x64_is_on_runs_with_it(tmp_path):
     # kalman-jax: `utils.input_admin` is called only by `sde_gp`, which enables x64 at import;
     # `g` is called from a module that does not

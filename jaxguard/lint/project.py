@@ -532,6 +532,16 @@ class ProjectIndex:
             (imported, module) for module, summary in self.summaries.items()
             for target in summary["x64_then_imports"] if (imported := self.module_of(target)) in self.summaries
         ]
+        # ... also at its top, when it is a program outside the package it imports (a
+        # repository's example script or notebook; a workflow module shipped inside the
+        # package is one way among others its users may run it, and a test says nothing of
+        # how users call the code)
+        work += [
+            (imported, module) for module, summary in self.summaries.items()
+            if module not in self._imported_modules and not self.is_test_module(module)
+            for target in summary.get("x64_then_imports_at_top", ())
+            if (imported := self.module_of(target)) in self.summaries and imported.partition(".")[0] != module.partition(".")[0]
+        ]
         while work:
             module, source = work.pop()
             if module in on:

@@ -59,7 +59,7 @@ _X64_VALUES = (True, 1, "1", "true", "True")
 
 def empty_summary() -> dict:
     return {
-        "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "imports_submodules": False, "lazy_imports": [], "x64_on_demand": False, "marks": [], "functions": {}, "static_fields": {},
+        "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "x64_then_imports_at_top": [], "imports_submodules": False, "lazy_imports": [], "x64_on_demand": False, "marks": [], "functions": {}, "static_fields": {},
         "fields": [], "aliases": {}, "unaliased": [], "module_calls": [], "module_method_calls": [],
     }
 
@@ -275,6 +275,7 @@ class _Summariser:
         # per function, the lines where it switches x64 on (read by three judgements below)
         enabling = {node: [n.lineno for n in [*flat.calls, *flat.assignments] if self._enables_x64(n)] for node, _, flat in functions}
         x64_helpers = {node.name for node, owner, _ in functions if owner == node.name and enabling[node]}
+        enabled_at_import = [inner.lineno for inner in [*module_code.calls, *module_code.assignments] if self._enables_x64(inner)]
         for inner in [*at_import.calls, *at_import.assignments]:
             if self._enables_x64(inner):
                 summary["x64"] = True
@@ -288,6 +289,8 @@ class _Summariser:
         summary["x64_then_imports"] = sorted({
             target for node, _, _ in functions if enabling[node] for target in self._imported_after(node, min(enabling[node]))
         })
+        # a script or notebook that enables x64 at its top, then imports the package it runs
+        summary["x64_then_imports_at_top"] = sorted(set(self._imported_after(tree, min(enabled_at_import)))) if enabled_at_import else []
         summary["imports_submodules"] = _imports_submodules(at_import.calls, self.qualify)
         summary["lazy_imports"] = sorted({target for _, _, flat in functions for target in self._local_imports(flat).values()})
         # a function that switches x64 on when called (`enable_accuracy_mode()`, a context
