@@ -460,6 +460,8 @@ class KeyFlow:
             key = self._key_id(arg, known_only=False) if arg is not None else None
             if key is not None and key.split("[")[0] not in shadowed:
                 split = name == "jax.random.split"
+                if split and self._split_unread(call):
+                    return  # `_, sub = split(key)` and neither is read: nothing is drawn
                 self._consume(
                     key, call, name, split, state, maybe=not split and self._only_shape_used(call, drawn=True),
                     reorders=_is_reordering(name),
@@ -709,6 +711,15 @@ class KeyFlow:
         return not any(
             isinstance(node, cst.Name) and node.value in names and node in loads and node not in inside
             for node in descendants(self.scope.node)
+        )
+
+    def _split_unread(self, call: cst.Call) -> bool:
+        """Assigned, and none of its results read (a bare `split(key)` statement is not: it
+        reads as a split meant to change `key`, and what follows reuses the key)."""
+        statement = self.statement
+        return (
+            isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Assign)
+            and self._split_unused(call)
         )
 
     def _repeated_split(self, previous: Use, use: Use) -> bool:
@@ -1702,7 +1713,7 @@ class KeyUsedAfterSplit(_KeyRule):
 
         key = jax.random.key(0)
         k1, k2 = jax.random.split(key)
-        x = jax.random.normal(key, (2,))
+        x = jax.random.normal(key, (2,)) + jax.random.normal(k1, (2,))
     """
     use_instead = """
         import jax
@@ -1712,7 +1723,7 @@ class KeyUsedAfterSplit(_KeyRule):
         x = jax.random.normal(k1, (2,))
     """
     invalid = (
-        "import jax\nkey = jax.random.key(0)\nk1, k2 = jax.random.split(key)\nx = jax.random.normal(key, (2,))\n",
+        "import jax\nkey = jax.random.key(0)\nk1, k2 = jax.random.split(key)\nx = jax.random.normal(key, (2,)) + jax.random.normal(k2, (2,))\n",
         "from jax import random as jr\ndef f(rng):\n    keys = jr.split(rng, 4)\n    return jr.uniform(rng), keys\n",
         "import jax\ndef f(key):\n    a, b = jax.random.split(key)\n    c, d = jax.random.split(key)\n    return a, b, c, d\n",
         # fold_in(key, 1) is split(key, 2)[1] under threefry: the same key handed out twice
@@ -1728,6 +1739,9 @@ class KeyUsedAfterSplit(_KeyRule):
         # a fold index the split does not reach, and one that is not a literal
         "import jax\ndef f(key, step):\n    k = jax.random.fold_in(key, 5)\n    j = jax.random.fold_in(key, step)\n"
         "    return k, j, jax.random.split(key, 3)\n",
+        # a second split whose results are never read: nothing drawn (a leftover line)
+        "import jax\ndef step(key_):\n    a, b = jax.random.split(key_)\n    x = jax.random.normal(a) + jax.random.normal(b)\n"
+        "    _, subkey_ = jax.random.split(key_)\n    return x\n",
         # the same split line written twice: the first results are rebound unused
         "import jax\ndef output(rng_key):\n    policy_rng, value_rng = jax.random.split(rng_key, 2)\n"
         "    policy_rng, value_rng = jax.random.split(rng_key, 2)\n    return policy_rng, value_rng\n",
