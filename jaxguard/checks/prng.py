@@ -1699,7 +1699,8 @@ class KeyUsedAfterSplit(_KeyRule):
         and a key both folded with a literal index and split into more keys than that index:
         under JAX's default (partitionable) threefry, `fold_in(key, i)` is the same key as
         `split(key, n)[i]` for `i < n` (verified on jax 0.10.2), so the two hand out identical
-        numbers.
+        numbers. A split assigned to names never read (`_, sub = split(key)` left over) draws
+        nothing and is no use of the key.
     """
     why = """
         `split(key)` consumes `key`: the new keys are derived from it, and drawing from the old
