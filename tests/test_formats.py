@@ -171,3 +171,24 @@ def test_statistics(project, capsys):
     assert code == 1 and out.splitlines()[0] == "3\tJG301\t[*] in-place-update"
     code, out, _ = run(capsys, "--statistics", "--output-format", "json", ".")
     assert json.loads(out) == [{"code": "JG301", "name": "in-place-update", "count": 3, "fixable": True}]
+
+
+def test_a_message_quoting_code_written_over_lines_is_one_line():
+    # the consumer of a key written over four lines (fattorib/transformer's pjit of model.init)
+    from tests.helpers import lint
+
+    source = """
+        import jax
+        import functools
+        from jax.experimental.pjit import pjit
+        def setup(model, rng, x, spec):
+            params = pjit(
+                functools.partial(model.init, train=False),
+                in_axis_resources=(None, None),
+                out_axis_resources=(spec),
+            )(rng, x)
+            return params, jax.random.normal(rng)
+    """
+    messages = [d.message for d in lint(source) if d.code == "JG601"]
+    assert messages and all("\n" not in m for m in messages)
+    assert "pjit( functools.partial(model.init, train=False)" in messages[0]

@@ -14,6 +14,12 @@ from jaxguard.lint.facts import FunctionInfo, Scope, all_params, attribute_store
 from jaxguard.lint.walk import descendants  # noqa: F401 - descendants is read from here too
 
 
+def one_line(code: str, limit: int = 40) -> str:
+    """Source text for a message: its whitespace (line breaks too) collapsed, and cut to `limit`."""
+    text = " ".join(code.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def number(node: cst.BaseExpression | None) -> float | None:
     """The value of an int or float literal (`1e-3`, `0x10`, `1_000`, `-2.5`), else None."""
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):

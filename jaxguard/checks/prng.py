@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxguard.checks._common import descendants, names_in
+from jaxguard.checks._common import descendants, names_in, one_line
 from jaxguard.lint.facts import (
     ModuleFacts,
     Scope,
@@ -758,7 +758,7 @@ class KeyFlow:
 
     def _describe(self, call: cst.Call) -> str:
         try:
-            return cst.Module([]).code_for_node(call.func).strip()
+            return one_line(cst.Module([]).code_for_node(call.func), 60)  # `pjit(\n partial(...),\n ...)` on one line
         except Exception:
             return "a function"
 

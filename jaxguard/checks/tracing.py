@@ -15,6 +15,7 @@ from jaxguard.checks._common import (
     attribute_stores,
     descendants,
     names_in,
+    one_line,
     resolving_in,
 )
 from jaxguard.lint import kinds
@@ -48,8 +49,7 @@ from jaxguard.lint.walk import Visitor, walk
 
 
 def _short(ctx, node: cst.CSTNode, limit: int = 40) -> str:
-    text = " ".join(ctx.code(node).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return one_line(ctx.code(node), limit)
 
 
 def _by(ctx) -> str:

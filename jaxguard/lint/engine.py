@@ -158,6 +158,8 @@ class RuleContext:
         if statement is None and self.statement_stack:
             statement = self.statement_stack[-1]
         top = self.top_statement.get(statement) if statement is not None else None
+        if "\n" in message:
+            message = " ".join(message.split())  # one line: a message quoting code spread over lines
         self.reports.append(_Report(type(rule), node, message, pending, statement, top))
 
 
