@@ -1851,7 +1851,8 @@ class TracedSelfMethod(Rule):
         Flags `@jax.jit` (or `pmap`, `pjit`) directly on a method whose `self` is not declared
         static, in a class of this module that is not a pytree: no base class (or only other
         such classes), no decorator that could register it, no `tree_flatten` method, not
-        passed to a `register...` call, and no subclass in the module that could be a pytree
+        passed to a `register...` call, no `__init_subclass__` hook in it or its bases (which
+        may register each subclass), and no subclass in the module that could be a pytree
         (a mixin's `self` is an instance of its subclasses).
     """
     why = """
@@ -1924,6 +1925,10 @@ class TracedSelfMethod(Rule):
         # a mixin whose subclasses are pytrees: `self` is always one of them
         "import jax\nimport chex\nclass TreeOps:\n    @jax.jit\n    def first(self):\n        return jax.tree.map(lambda x: x[0], self)\n"
         "@chex.dataclass\nclass State(TreeOps):\n    x: jax.Array\n",
+        # a base class whose `__init_subclass__` registers every subclass as a pytree
+        "import jax\ndef _register(cls):\n    jax.tree_util.register_pytree_node(cls, lambda s: ((), None), lambda a, c: cls())\n"
+        "class Freezer:\n    def __init_subclass__(cls, **kwargs):\n        super().__init_subclass__(**kwargs)\n        _register(cls)\n"
+        "class Conifold(Freezer):\n    @jax.jit\n    def step(self, x):\n        return x\n",
     )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -1962,6 +1967,8 @@ def _plain_class(facts, class_scope, seen: set) -> bool:
         return False  # `@register_pytree_node_class`, `@struct.dataclass`, ...
     if "tree_flatten" in class_scope.defs or "tree_unflatten" in class_scope.defs:
         return False
+    if "__init_subclass__" in class_scope.defs:
+        return False  # a hook that runs for each subclass may register it (jaxvacua's Freezer)
     for base in node.bases:
         if base.keyword is not None:
             return False  # a metaclass may register it
