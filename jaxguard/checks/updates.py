@@ -266,7 +266,12 @@ class DiscardedFunctionalUpdate(Rule):
     message = "the result of {call} is discarded: JAX updates are out-of-place, '{name}' is unchanged"
     message_pure = "the result of {call} is discarded: jax.numpy functions only return a value, so this statement does nothing"
     fix_kind = "autofix"
-    what = "Flags `x.at[i].set(v)` (any `.at[]` update), `x.sort()`, `jnp.sort(x)` and other `jax.numpy` calls used as bare statements."
+    what = """
+        Flags `x.at[i].set(v)` (any `.at[]` update), `x.sort()`, `jnp.sort(x)` and other
+        `jax.numpy` calls of an existing array (`jnp.clip(a, 0, 1)`) used as bare statements.
+        A new array built from literals and thrown away (`jnp.array([[0, 1]])` alone) is dead
+        code, not an update the author expected: not flagged.
+    """
     why = """
         NumPy habits like `a.sort()` or `np.put(...)` change an array in place. Their JAX
         counterparts return a new array and leave the original untouched, so a bare statement
@@ -317,6 +322,8 @@ class DiscardedFunctionalUpdate(Rule):
         "import numpy as np\nv = np.arange(4)\nv.sort()\n",
         "import jax\nimport jax.numpy as jnp\nx = jnp.ones(3)\njax.block_until_ready(x)\nx.block_until_ready()\n",
         "items = [3, 1, 2]\nitems.sort()\n",
+        # a new array from literals, left over (a test's `points =` removed): dead code, nothing updated
+        "import jax.numpy as jnp\ndef test_hull():\n    jnp.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])\n",
         "import jax.numpy as jnp\ndef compatible(a, b):\n    try:\n        jnp.broadcast_shapes(a, b)\n        return True\n"
         "    except ValueError:\n        return False\n",
     )
@@ -344,7 +351,10 @@ class DiscardedFunctionalUpdate(Rule):
         first = args[0] if args else None
         if qualified in SORTING:
             self._report(node, call, first, fixable=True)
-        else:  # a comparison or computation: nothing it returns is an update of its input
+        elif isinstance(first, (cst.Name, cst.Attribute, cst.Subscript)):
+            # a comparison or computation of an existing array: nothing it returns is an
+            # update of its input (a new array built from literals, `jnp.array([[0, 1]])`
+            # alone, is dead code: no array the author could think was changed)
             self.report(call, self.message_pure.format(call=self.ctx.code(call.func).strip() + "(...)"))
 
     def _may_be_ref(self, updated: cst.BaseExpression) -> bool:
