@@ -880,6 +880,10 @@ class JitInLoop(Rule):
         "import jax\ndef make(axes):\n    return lambda x: x.sum(axes)\ndef test_axes(xs):\n"
         "    for axes in [(0,), (1,)]:\n        for x in xs:\n            fn = make(axes)\n"
         "            fn = jax.jit(fn)\n            fn(x)\n",
+        # a test's sweep: a jitted function defined in the loop reads the loop's case
+        "import jax\ndef resample(x, scaled):\n    return x\ndef test_jit(cases, x):\n    for case in cases:\n"
+        "        @jax.jit\n        def resampler(x):\n            return resample(x, scaled=case['scaled'])\n"
+        "        assert resampler(x) is not None\n",
         # a sweep: the object whose method is compiled is made from the loop variable
         "import jax\nfrom functools import partial\ndef make(axis):\n    return axis\nfor axis_name in [None, 'i']:\n"
         "    model = make(partial(print, axis=axis_name))\n    out = jax.pmap(model.init, axis_name='i')(1.0)\n",
@@ -1325,7 +1329,10 @@ class JitInLoop(Rule):
         loop variable: one compile per configuration is the point."""
         if function is None:
             return False
-        in_tests = self.ctx.function is not None and _in_test_or_main(self.ctx.function, self.ctx.path)
+        owner = self.ctx.function
+        if owner is not None and owner.node is function:
+            owner = owner.parent.function  # a jitted `def` in the loop: the loop is its enclosing function's
+        in_tests = owner is not None and _in_test_or_main(owner, self.ctx.path)
         depth = self.frames[-1][0]
         for loop in self.loops[len(self.loops) - depth:]:
             if not isinstance(loop, cst.For):
