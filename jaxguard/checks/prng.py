@@ -706,12 +706,7 @@ class KeyFlow:
         if any(_self_attributes(target) or not isinstance(target, (cst.Name, cst.Tuple, cst.List)) for target in targets):
             return False
         names = set().union(*(_names_in(target) for target in targets))
-        loads = self.facts.loads
-        inside = set(descendants(call))
-        return not any(
-            isinstance(node, cst.Name) and node.value in names and node in loads and node not in inside
-            for node in descendants(self.scope.node)
-        )
+        return not _read_after(self.facts, self.scope.node, call, names)
 
     def _split_unread(self, call: cst.Call) -> bool:
         """Assigned, and none of its results read (a bare `split(key)` statement is not: it
@@ -832,6 +827,32 @@ class KeyFlow:
             # drawn from, then split: a later use is judged as a use after the split (whose
             # keys it repeats), reported across notebook cells too
             state.consumed[key] = use
+
+
+def _read_after(facts: ModuleFacts, body: cst.CSTNode, call: cst.CSTNode, names: set[str]) -> bool:
+    """Is one of `names` read after `call` in `body`: later in the code, anywhere in a loop
+    around it (the next pass), or in a nested function or lambda (called who knows when)?
+    A read before it (`reset(self, key)` then a leftover `_, key = split(key)`) is of the
+    value it had."""
+    cache = facts.derived.setdefault("nodes-in-order", {})
+    if body not in cache:
+        cache[body] = list(descendants(body))
+    nodes = cache[body]
+    position = next((i for i, node in enumerate(nodes) if node is call), None)
+    if position is None:
+        return True
+    inside = {id(node) for node in descendants(call)}
+    anytime = {
+        id(inner) for node in nodes
+        if (isinstance(node, (cst.FunctionDef, cst.Lambda)) and node is not body)
+        or (isinstance(node, (cst.For, cst.While)) and any(inner is call for inner in descendants(node)))
+        for inner in descendants(node)
+    }
+    return any(
+        isinstance(node, cst.Name) and node.value in names and node in facts.loads and id(node) not in inside
+        and (i > position or id(node) in anytime)
+        for i, node in enumerate(nodes)
+    )
 
 
 def _block(block) -> list:
@@ -1608,11 +1629,16 @@ class KeyReuse(_KeyRule):
         # a draw after the `where` that already drew from the key
         "import jax.numpy as jnp\nimport jax\ndef spot(key, square):\n"
         "    x = jnp.where(square, jax.random.uniform(key, (2,)), 0.0)\n    return x + jax.random.normal(key, (2,))\n",
+        # the split key is read on the loop's next pass, above the split
+        "import jax\ndef walk(key, n):\n    out = []\n    for _ in range(n):\n        out.append(jax.random.normal(key))\n"
+        "        key, sub = jax.random.split(key)\n    return out\n",
         # a method the class inherits from a base class of the module, which draws from the key
         "import jax\nclass Base:\n    def noise(self, rng):\n        return jax.random.normal(rng)\n"
         "class Runner(Base):\n    def run(self, rng):\n        return self.noise(rng) + jax.random.uniform(rng)\n",
     )
     valid = (
+        # a leftover split after the last read of the key: its results are never read
+        "import jax\ndef reset_fn(key):\n    obs = jax.random.normal(key)\n    next_key, key = jax.random.split(key)\n    return obs\n",
         # ... and one that ignores it (a stand-in returning zeros)
         "import jax\nimport jax.numpy as jnp\nclass Base:\n    def fake_run(self, rng, params):\n        return jnp.zeros(3)\n"
         "class Runner(Base):\n    def run(self, rng, params):\n        return self.fake_run(rng, params) + jax.random.uniform(rng)\n",

@@ -553,7 +553,7 @@ class _Summariser:
             if param in not_keys:
                 continue  # `rng: Variable`: the author declared a type no key has
             # any parameter may receive a key from a caller; only what is not IGNORES is kept
-            verdict = _KeyUses(self, param, loads, flat.parents, local, cls, self_name, objects).verdict()
+            verdict = _KeyUses(self, param, loads, flat, local, cls, self_name, objects).verdict()
             if verdict != IGNORES:
                 info["keys"][param] = verdict
         self.summary["functions"][qualname] = info
@@ -564,10 +564,11 @@ class _KeyUses:
     takes it), ignores (never read, or rebound by `fold_in` before any other use), passes it
     on ([callee, position or keyword], judged by the index) or unknown."""
 
-    def __init__(self, summariser: _Summariser, param: str, all_loads: dict[str, list[ast.Name]], parents, local, cls, self_name, objects) -> None:
+    def __init__(self, summariser: _Summariser, param: str, all_loads: dict[str, list[ast.Name]], flat: _Flat, local, cls, self_name, objects) -> None:
         self.s, self.param = summariser, param
         self.local, self.cls, self.self_name, self.objects = local, cls, self_name, objects
-        self.all_loads, self.parents = all_loads, parents
+        self.all_loads, self.flat = all_loads, flat
+        parents = self.parents = flat.parents
         self.draws = False
         self.unknown = False
         self.maybe = False
@@ -606,7 +607,18 @@ class _KeyUses:
                     return False  # stored in an attribute or a container: kept
                 targets.append(element.id)
         inside = {id(node) for node in ast.walk(call)}
-        return not any(id(load) not in inside for name in targets for load in self.all_loads.get(name, []))
+        # read later, anywhere in a loop around it (the next pass) or in a nested function or
+        # lambda (called who knows when); a read before it is of the value it had
+        anytime = [
+            (node.lineno, node.end_lineno) for node in self.flat.nodes
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            or (isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.lineno <= call.lineno <= (node.end_lineno or 0))
+        ]
+        end = (call.end_lineno or call.lineno, call.end_col_offset or 0)
+        return not any(
+            id(load) not in inside and ((load.lineno, load.col_offset) > end or any(a <= load.lineno <= (b or a) for a, b in anytime))
+            for name in targets for load in self.all_loads.get(name, [])
+        )
 
     def _rederived_first(self, name: ast.Name, parents) -> bool:
         call = parents.get(id(name))
