@@ -1636,6 +1636,8 @@ class UnhashableStaticArg(Rule):
         "import jax\nimport numpy as np\ndef f(x, n):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, np.prod([[2, 3]], axis=0))\n",
         "import jax\ndef f(x, dims):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, [1, 2])\n",
         "import jax\ndef f(x, cfg):\n    return x\njax.jit(f, static_argnums=1)(1.0, {'a': 1})\n",
+        # `def f` then `f = jax.jit(f, ...)`: the jitted one is what the name holds
+        "import jax\ndef fun(world, x):\n    return x\nfun = jax.jit(fun, static_argnums=0)\nfun({'a': 1}, 2)\n",
         # NumPy's elementwise math on an array is an array
         "import jax\nimport numpy as np\ndef f(x, s):\n    return x\ng = jax.jit(f, static_argnums=(1,))\n"
         "def run(n):\n    return g(1.0, 0.1 * np.power(np.arange(n), -0.25))\n",
@@ -1653,6 +1655,8 @@ class UnhashableStaticArg(Rule):
         "    def __hash__(self):\n        return hash(self.shape)\n",
     )
     valid = (
+        # the name also bound by a plain `def` (a notebook's later cell): which one runs is not known
+        "import jax\nfun = jax.jit(lambda world, x: x, static_argnums=0)\ndef fun(p):\n    return p\nfun({'a': 1})\n",
         # a NumPy reduction over every axis is a NumPy scalar: hashable
         "import jax\nimport numpy as np\ndef f(x, n):\n    return x\ng = jax.jit(f, static_argnums=(1,))\ng(1.0, np.prod([2, 3], dtype=int))\n",
         # ... and NumPy's elementwise math on numbers (ornax's default HMC step size)

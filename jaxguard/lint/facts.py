@@ -2199,5 +2199,9 @@ class ModuleFacts:
                 return spec
             values = owner.values.get(func.value)
             if values and values[-1] is not None and isinstance(values[-1], cst.Call):
-                return self.jit_calls.get(values[-1])
+                found = self.jit_calls.get(values[-1])
+                wrapped = positional(values[-1])
+                if found is not None and func.value in owner.defs and not (wrapped and isinstance(wrapped[0], cst.Name) and wrapped[0].value == func.value):
+                    return None  # also a plain `def` of that name (a notebook's later cell): which one is called is not known
+                return found
         return None
