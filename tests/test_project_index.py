@@ -991,6 +991,53 @@ def test_a_call_on_an_object_of_a_project_class_is_judged_by_that_class_method(t
     assert lines == {(14, "JG601"), (17, "JG601"), (21, "JG601")}
 
 
+def test_an_attribute_declared_with_a_type_then_made_is_judged_by_what_made_it(tmp_path):
+    # pcgrl-jax: `self.rep: Representation` declares, `self.rep = PlayerRepresentation(...)`
+    # makes; PlayerRepresentation.reset ignores its key, NoisyRepresentation.reset draws
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/reps.py": """
+            import jax
+
+            class Representation:
+                def reset(self, tiles, rng):
+                    return jax.random.normal(rng)
+
+            class PlayerRepresentation(Representation):
+                def reset(self, tiles, rng):
+                    return tiles
+
+            class NoisyRepresentation(Representation):
+                def reset(self, tiles, rng):
+                    return tiles + jax.random.normal(rng)
+        """,
+        "pkg/env.py": """
+            import jax
+            from pkg.reps import NoisyRepresentation, PlayerRepresentation, Representation
+
+            class PlayEnv:
+                def __init__(self):
+                    self.rep: Representation
+                    self.rep = PlayerRepresentation()
+
+                def reset(self, tiles, rng):
+                    state = self.rep.reset(tiles, rng)
+                    return state, jax.random.uniform(rng)
+
+            class NoisyEnv:
+                def __init__(self):
+                    self.rep: Representation
+                    self.rep = NoisyRepresentation()
+
+                def reset(self, tiles, rng):
+                    state = self.rep.reset(tiles, rng)
+                    return state, jax.random.uniform(rng)
+        """,
+    })
+    lines = {(line, code) for path, line, code in check(root, "pkg") if path == "pkg/env.py"}
+    assert lines == {(20, "JG601")}
+
+
 def test_a_project_function_swallowing_a_key_in_unread_kwargs_ignores_it(tmp_path):
     root = make(tmp_path, {
         "pkg/__init__.py": "",

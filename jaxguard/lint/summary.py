@@ -229,9 +229,16 @@ class _Summariser:
                         values.setdefault(target.id, []).append(item.value)
                         stores[target.id] = stores.get(target.id, 0) + 1
             elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and (receiver := _first_param(item)):
+                # `self.rep: Representation` alone declares a type, it binds nothing
+                declared = {id(n.target) for n in ast.walk(item) if isinstance(n, ast.AnnAssign) and n.value is None}
                 for inner in ast.walk(item):
-                    if isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Store) and isinstance(inner.value, ast.Name) and inner.value.id == receiver:
+                    if (
+                        isinstance(inner, ast.Attribute) and isinstance(inner.ctx, ast.Store) and isinstance(inner.value, ast.Name)
+                        and inner.value.id == receiver and id(inner) not in declared
+                    ):
                         stores[inner.attr] = stores.get(inner.attr, 0) + 1
+                    elif isinstance(inner, ast.AnnAssign) and inner.value is None:
+                        continue
                     elif isinstance(inner, (ast.Assign, ast.AnnAssign)):
                         for target in inner.targets if isinstance(inner, ast.Assign) else [inner.target]:
                             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == receiver:
