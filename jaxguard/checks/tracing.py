@@ -32,8 +32,8 @@ from jaxguard.lint.facts import (
     literal_int,
     positional,
 )
-from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.jaxapi import ARRAY_METHODS
+from jaxguard.lint.registry import Rule, register
 from jaxguard.lint.traced import (
     NONE,
     TracedFlow,
