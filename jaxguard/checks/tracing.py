@@ -1864,7 +1864,9 @@ class TracedSelfMethod(Rule):
         such classes), no decorator that could register it, no `tree_flatten` method, not
         passed to a `register...` call, no `__init_subclass__` hook in it or its bases (which
         may register each subclass), and no subclass in the module that could be a pytree
-        (a mixin's `self` is an instance of its subclasses).
+        (a mixin's `self` is an instance of its subclasses). Not a method whose first
+        parameter is not `self` in a class the module never makes an object of (no call, no
+        subclass): a namespace of functions (`PdeModel.residual(u)`), no instance to trace.
     """
     why = """
         jit treats every argument, `self` included, as a pytree of arrays to trace. An ordinary
@@ -1917,6 +1919,9 @@ class TracedSelfMethod(Rule):
         "    @partial(jax.jit, static_argnames=('n',))\n    def run(self, x, n):\n        return x * n\n",
         "import dataclasses\nimport jax\n@dataclasses.dataclass\nclass Model:\n    w: float\n    @jax.jit\n"
         "    def predict(self, x):\n        return x * self.w\n",
+        # a first parameter named otherwise, in a class the module makes objects of: an instance
+        "import jax\nclass Scaler:\n    def __init__(this, k):\n        this.k = k\n    @jax.jit\n    def apply(this, x):\n"
+        "        return x * this.k\nprint(Scaler(2).apply(1.0))\n",
     )
     valid = (
         "import jax\nfrom functools import partial\nclass Model:\n    def __init__(self, w):\n        self.w = w\n"
@@ -1936,6 +1941,11 @@ class TracedSelfMethod(Rule):
         # a mixin whose subclasses are pytrees: `self` is always one of them
         "import jax\nimport chex\nclass TreeOps:\n    @jax.jit\n    def first(self):\n        return jax.tree.map(lambda x: x[0], self)\n"
         "@chex.dataclass\nclass State(TreeOps):\n    x: jax.Array\n",
+        # a class used as a namespace: its functions are called through it (or by what it is
+        # handed to), never on an instance
+        "import jax\nimport jax.numpy as jnp\nimport mylib\nclass PdeModel:\n    @jax.jit\n    def residual(u_params):\n        return jnp.sum(u_params)\n"
+        "    @jax.jit\n    def loss(u_params):\n        return PdeModel.residual(u_params) ** 2\n"
+        "print(mylib.solve(jnp.ones(3), PdeModel))\n",
         # a base class whose `__init_subclass__` registers every subclass as a pytree
         "import jax\ndef _register(cls):\n    jax.tree_util.register_pytree_node(cls, lambda s: ((), None), lambda a, c: cls())\n"
         "class Freezer:\n    def __init_subclass__(cls, **kwargs):\n        super().__init_subclass__(**kwargs)\n        _register(cls)\n"
@@ -1954,6 +1964,8 @@ class TracedSelfMethod(Rule):
             found = facts.transform_of(decorator.decorator, info.parent)
             if found is None or found[0] not in _TRACING_SELF:
                 continue
+            if _namespace_class(facts, info.parent, info.params[0]):
+                return  # `PdeModel.residual(u_params)`: functions grouped in a class, no instance
             if _plain_class(facts, info.parent, set()) and all(
                 _plain_class(facts, sub, set()) for sub in _subclasses(facts, info.parent)
             ):
@@ -1965,6 +1977,25 @@ class TracedSelfMethod(Rule):
                     f"(static_argnums=0) if instances are hashable and never mutated",
                 )
             return
+
+
+def _namespace_class(facts, class_scope, first: str) -> bool:
+    """A class the module never makes an object of (no `PdeModel(...)`, no subclass) whose
+    method's first parameter is not `self`: a namespace of functions (`PdeModel.F(u)`, or the
+    class handed on whole to an optimizer that calls `model.F(u)`), no instance to trace."""
+    if first == "self":
+        return False
+    cache = facts.derived.setdefault("namespace-classes", {})
+    name = class_scope.node.name.value
+    if name not in cache:
+        nodes = descendants(facts.module)
+        made = any(isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name for node in nodes)
+        based = any(
+            isinstance(node, cst.ClassDef) and any(isinstance(b.value, cst.Name) and b.value.value == name for b in node.bases)
+            for node in nodes
+        )
+        cache[name] = not made and not based
+    return cache[name]
 
 
 def _plain_class(facts, class_scope, seen: set) -> bool:
