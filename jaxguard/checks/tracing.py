@@ -880,6 +880,13 @@ class JitInLoop(Rule):
         "import jax\ndef make(axes):\n    return lambda x: x.sum(axes)\ndef test_axes(xs):\n"
         "    for axes in [(0,), (1,)]:\n        for x in xs:\n            fn = make(axes)\n"
         "            fn = jax.jit(fn)\n            fn(x)\n",
+        # an input sliced by the loop's value: a new shape, so each iteration compiles anyway
+        "import jax\ndef bench(scan_fn, uF, lengths):\n    for L in lengths:\n        u = uF[:L, :]\n"
+        "        scan_fn = jax.jit(scan_fn)\n        scan_fn(u).block_until_ready()\n",
+        # a timed sweep over models loaded by name (and unpacked from what loads them)
+        "import time\nimport equinox as eqx\nfrom mylib import load_pretrained\ndef bench(ids):\n"
+        "    for name in ['130m', '370m']:\n        model, _ = load_pretrained(name)\n        model = eqx.filter_jit(model)\n"
+        "        start = time.time()\n        model(ids)\n        print(time.time() - start)\n",
         # a test's sweep: a jitted function defined in the loop reads the loop's case
         "import jax\ndef resample(x, scaled):\n    return x\ndef test_jit(cases, x):\n    for case in cases:\n"
         "        @jax.jit\n        def resampler(x):\n            return resample(x, scaled=case['scaled'])\n"
@@ -1197,7 +1204,7 @@ class JitInLoop(Rule):
             return True
         for arg in args:
             made = _assignment_in(loop.body, arg.value) if isinstance(arg, cst.Name) else None
-            if isinstance(made, cst.Call) and self._shape_from(made, varying):
+            if made is not None and self._shape_from(made, varying):
                 return True
         return False
 
@@ -1227,9 +1234,15 @@ class JitInLoop(Rule):
         calls = [c for name in names for c in self._calls_in_loop(name)]
         return bool(calls) and all(self._compiles_each_iteration(built, c) for c in calls)
 
-    def _shape_from(self, made: cst.Call, varying: set[str]) -> bool:
+    def _shape_from(self, made: cst.BaseExpression, varying: set[str]) -> bool:
         """An array made with a shape that comes from the loop: `jnp.zeros(shape + (n,))`,
-        `jnp.arange(n)`, `x.reshape(leading_shape + (h, 2))`."""
+        `jnp.arange(n)`, `x.reshape(leading_shape + (h, 2))`, `x[:L]`."""
+        if isinstance(made, cst.Subscript):
+            return any(
+                isinstance(element.slice, cst.Slice) and names_in(element.slice) & varying for element in made.slice
+            )
+        if not isinstance(made, cst.Call):
+            return False
         tail = (self.ctx.qualname(made.func) or "").rsplit(".", 1)[-1] or (call_tail(made.func) or "")
         if tail in _SHAPED_CONSTRUCTORS and made.args:
             return bool(names_in(made.args[0].value) & varying)
@@ -1471,6 +1484,7 @@ def _in_test_or_main(function: FunctionInfo, path: str) -> bool:
         function.name == "main"
         or function.name.startswith("test")
         or module.startswith(("test_", "bench_", "benchmark_", "tune_"))
+        or module in ("bench.py", "benchmark.py", "benchmarks.py")
         or module.endswith(("_test.py", "_bench.py", "_benchmark.py"))
         or any(folder in ("benchmark", "benchmarks") for folder in folders)
     )
@@ -1566,12 +1580,16 @@ def _looked_up_by(value: cst.BaseExpression, keys: set[str]) -> bool:
 
 
 def _assignment_in(block: cst.CSTNode, name: str) -> cst.CSTNode | None:
-    """The value of the first `name = ...` in `block`."""
+    """The value of the first `name = ...` (or `name, other = ...`) in `block`."""
     found: list[cst.CSTNode] = []
 
     class _Collect(Visitor):
         def visit_Assign(self, node: cst.Assign) -> None:
-            if not found and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+            if not found and any(
+                (isinstance(t.target, cst.Name) and t.target.value == name)
+                or (isinstance(t.target, (cst.Tuple, cst.List)) and name in names_in(t.target))
+                for t in node.targets
+            ):
                 found.append(node.value)
 
     walk(block, _Collect())
