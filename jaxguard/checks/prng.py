@@ -504,6 +504,8 @@ class KeyFlow:
         for key, arg, node in found:
             inside = node is not arg.value  # an item of a container passed whole: `arrays=(x, key)`
             param = _receiving_param(self.facts, callee, call, arg) if callee is not None and not inside else None
+            if callee is not None and isinstance(callee.node, cst.Lambda) and not inside and _lambda_only_folds(self.facts, callee, call, arg):
+                continue  # `vmap(lambda k: fold_in(k, i))(keys)`: a new key per value, nothing drawn
             how = param_use(self.facts, callee, param, _given_params(self.facts, callee, call)) if param is not None else None
             if param is not None and how is None:
                 continue  # the callee ignores it, or re-derives it with fold_in
@@ -836,23 +838,33 @@ def _read_after(facts: ModuleFacts, body: cst.CSTNode, call: cst.CSTNode, names:
     value it had."""
     cache = facts.derived.setdefault("nodes-in-order", {})
     if body not in cache:
-        cache[body] = list(descendants(body))
-    nodes = cache[body]
-    position = next((i for i, node in enumerate(nodes) if node is call), None)
+        cache[body] = _in_order(body)
+    nodes, position_of, loops, nested = cache[body]
+    position = position_of.get(id(call))
     if position is None:
         return True
-    inside = {id(node) for node in descendants(call)}
-    anytime = {
-        id(inner) for node in nodes
-        if (isinstance(node, (cst.FunctionDef, cst.Lambda)) and node is not body)
-        or (isinstance(node, (cst.For, cst.While)) and any(inner is call for inner in descendants(node)))
-        for inner in descendants(node)
-    }
+    call_end = position + len(descendants(call))
+    # (a subtree is a run of the pre-order: a loop around the call spans its position)
+    anytime = nested + [(start, stop) for start, stop in loops if start < position < stop]
     return any(
-        isinstance(node, cst.Name) and node.value in names and node in facts.loads and id(node) not in inside
-        and (i > position or id(node) in anytime)
+        isinstance(node, cst.Name) and node.value in names and node in facts.loads
+        and not position <= i < call_end and (i > position or any(start <= i < stop for start, stop in anytime))
         for i, node in enumerate(nodes)
     )
+
+
+def _in_order(body: cst.CSTNode) -> tuple:
+    """A body's nodes in source order, each node's position, and the spans (start, stop) of
+    its loops and of its nested functions and lambdas."""
+    nodes = descendants(body)
+    position_of = {id(node): i for i, node in enumerate(nodes)}
+    loops, nested = [], []
+    for i, node in enumerate(nodes):
+        if isinstance(node, (cst.For, cst.While)):
+            loops.append((i, i + len(descendants(node))))
+        elif isinstance(node, (cst.FunctionDef, cst.Lambda)) and node is not body:
+            nested.append((i, i + len(descendants(node))))
+    return nodes, position_of, loops, nested
 
 
 def _block(block) -> list:
@@ -1282,6 +1294,25 @@ def param_use(facts: ModuleFacts, info, param: str, given: frozenset = frozenset
                 use = MAYBE  # drawn only where a value the caller passes is None
             cache[slot] = use
     return cache[slot]  # type: ignore[return-value]
+
+
+def _lambda_only_folds(facts: ModuleFacts, info, call: cst.Call, arg: cst.Arg) -> bool:
+    """`vmap(lambda k: fold_in(k, i))(keys)`: the lambda's parameter that `arg` binds (by
+    position) is only ever folded, or never read: a new key per value, nothing drawn."""
+    if arg.keyword is not None or any(other.star for other in call.args):
+        return False
+    function = info.node
+    params = [p.name.value for p in function.params.params]
+    index = [other for other in call.args if other.keyword is None].index(arg)
+    if index >= len(params):
+        return False
+    param = params[index]
+    uses = [node for node in descendants(function.body) if isinstance(node, cst.Name) and node.value == param and node in facts.loads]
+    folded = {
+        id(args[0]) for node in descendants(function.body)
+        if isinstance(node, cst.Call) and facts.qualname(node.func, info.scope) == "jax.random.fold_in" and (args := positional(node))
+    }
+    return all(id(use) in folded for use in uses)
 
 
 # the value a caller passes for a parameter, when it is not a literal: known not to be None
@@ -1821,6 +1852,9 @@ class KeyReusedInLoop(_KeyRule):
             samples.append(jax.random.normal(sub, (2,)))
     """
     invalid = (
+        # a vmapped lambda that draws from each key, the same keys every pass
+        "import jax\ndef run(trials, conds):\n    keys = jax.random.split(jax.random.PRNGKey(0), trials)\n    out = []\n"
+        "    for c in conds:\n        out.append(jax.vmap(lambda k: jax.random.normal(k))(keys))\n    return out\n",
         # a comprehension drawing from one key for every element
         "import jax\ndef noise(key):\n    return [jax.random.uniform(key) for _ in range(3)]\n",
         "import jax\nkey = jax.random.key(0)\nfor i in range(3):\n    x = jax.random.uniform(key)\n",
@@ -1834,6 +1868,9 @@ class KeyReusedInLoop(_KeyRule):
         "            self.play(jax.random.normal(self.rng))\n",
     )
     valid = (
+        # a vmapped lambda that only folds each key with the loop's index: a new key per pass
+        "import jax\ndef run(trials, conds):\n    keys = jax.random.split(jax.random.PRNGKey(0), trials)\n    out = []\n"
+        "    for i, c in enumerate(conds):\n        out.append(jax.vmap(lambda k: jax.random.fold_in(k, i))(keys))\n    return out\n",
         # the same permutation for each of several arrays: paired data stays aligned
         "import jax\ndef shuffle(key, arrays):\n    return [jax.random.permutation(key, a) for a in arrays]\n",
         "import jax\ndef pick(genotypes, key):\n    return jax.tree.map(lambda x: jax.random.choice(key, x, (1,)), genotypes)\n",
