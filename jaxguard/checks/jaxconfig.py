@@ -514,9 +514,10 @@ def _is_integer_dtype(spelled: str) -> bool:
     return spelled.rpartition(".")[2].strip("'\"") in X64_INTEGER_DTYPES
 
 
-def _says_values_pass_int32(statement: cst.CSTNode | None) -> bool:
-    """The statement shows its integers need 64 bits: a literal beyond int32's range, or a
-    comment on it naming overflow (`# Cast to int64 to avoid overflow`)."""
+def _says_values_pass_int32(statement: cst.CSTNode | None, dtype: str = "") -> bool:
+    """The statement shows its integers need 64 bits: a literal beyond the range of the
+    32-bit type JAX gives instead (int32; uint32 for `uint64`: `jnp.uint64(0xFFFFFFFF)` fits),
+    or a comment on it naming overflow (`# Cast to int64 to avoid overflow`)."""
     if statement is None:
         return False
     lines = getattr(statement, "leading_lines", ())
@@ -526,7 +527,8 @@ def _says_values_pass_int32(statement: cst.CSTNode | None) -> bool:
         comments.append(trailing.comment.value)
     if any("overflow" in comment.lower() for comment in comments):
         return True
-    return any(isinstance(node, cst.Integer) and abs(number(node) or 0) >= 2**31 for node in descendants(statement))
+    limit = 2**32 if "uint" in dtype else 2**31
+    return any(isinstance(node, cst.Integer) and abs(number(node) or 0) >= limit for node in descendants(statement))
 
 
 @register
@@ -592,6 +594,8 @@ class X64DtypeWithoutX64(Rule):
         x = random.uniform(random.PRNGKey(0), (1000,), dtype=jnp.float64)
     """
     invalid = (
+        # ... a constant past uint32's range
+        "import jax.numpy as jnp\ndef wide_mask():\n    return jnp.uint64(0x1FFFFFFFF)\n",
         # the old config module never ran, so x64 was never enabled
         "import jax.numpy as jnp\nfrom jax.config import config\nconfig.update('jax_enable_x64', True)\n"
         "a = jnp.array([1.0, 2.0]).astype(jnp.float32)\na64 = a.astype(jnp.float64)\n",
@@ -608,6 +612,8 @@ class X64DtypeWithoutX64(Rule):
         "    def __init__(self):\n        self.w = jnp.ones(3, dtype='float64')\n",
     )
     valid = (
+        # a mask uint32 holds: the 32-bit value JAX gives is the same number
+        "import jax.numpy as jnp\ndef low_mask():\n    return jnp.uint64(0xFFFFFFFF)\n",
         "import numpy as np\nx = np.zeros(3, dtype=np.float64)\ny = x.astype(np.float64)\n",
         "import os\nos.environ['JAX_ENABLE_X64'] = '1'\nimport jax.numpy as jnp\nx = jnp.zeros(3, jnp.float64)\n",
         "import jax\nimport jax.numpy as jnp\ndef f(x):\n    with jax.enable_x64(True):\n        return jnp.asarray(x, dtype=jnp.float64)\n",
@@ -669,7 +675,7 @@ class X64DtypeWithoutX64(Rule):
             return  # `jnp.asarray(0.0, jnp.float64)`: the 32-bit value is the same number
         if found is not None and not self._dtype_dispatch() and not self._called_with_x64():
             statement = ctx.statement_stack[-1] if ctx.statement_stack else None
-            if _is_integer_dtype(found[1]) and not _says_values_pass_int32(statement):
+            if _is_integer_dtype(found[1]) and not _says_values_pass_int32(statement, found[1]):
                 return  # counters, indices, casts: int32 holds them, nothing changes
             self.candidates.append((found[0], found[1], statement))
 
