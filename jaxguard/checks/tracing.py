@@ -732,6 +732,9 @@ class JitInLoop(Rule):
             params = update(params)
     """
     invalid = (
+        # a window of one size moved along by the loop: the same shapes, re-wrapped each time
+        "import jax\ndef decode_all(decode, z):\n    out = []\n    for i in range(0, z.shape[0], 64):\n"
+        "        chunk = z[i:i + 64]\n        out.append(jax.pmap(decode)(chunk))\n    return out\n",
         # a guard the loop never changes: built again every iteration
         "import jax\nimport functools\ndef train(update, state, batches, use_jit):\n    n = 1\n"
         "    for batch in batches:\n        if use_jit:\n            step = jax.jit(functools.partial(update, n=n))\n"
@@ -880,7 +883,7 @@ class JitInLoop(Rule):
         "import jax\ndef make(axes):\n    return lambda x: x.sum(axes)\ndef test_axes(xs):\n"
         "    for axes in [(0,), (1,)]:\n        for x in xs:\n            fn = make(axes)\n"
         "            fn = jax.jit(fn)\n            fn(x)\n",
-        # an input sliced by the loop's value: a new shape, so each iteration compiles anyway
+        # an input sliced to a length from the loop: a new shape, so each iteration compiles anyway
         "import jax\ndef bench(scan_fn, uF, lengths):\n    for L in lengths:\n        u = uF[:L, :]\n"
         "        scan_fn = jax.jit(scan_fn)\n        scan_fn(u).block_until_ready()\n",
         # a timed sweep over models loaded by name (and unpacked from what loads them)
@@ -1238,9 +1241,8 @@ class JitInLoop(Rule):
         """An array made with a shape that comes from the loop: `jnp.zeros(shape + (n,))`,
         `jnp.arange(n)`, `x.reshape(leading_shape + (h, 2))`, `x[:L]`."""
         if isinstance(made, cst.Subscript):
-            return any(
-                isinstance(element.slice, cst.Slice) and names_in(element.slice) & varying for element in made.slice
-            )
+            # `uF[:L]` changes its length with L; `x[i:i + 64]` moves a window of one size
+            return any(_slice_length_varies(element.slice, varying) for element in made.slice)
         if not isinstance(made, cst.Call):
             return False
         tail = (self.ctx.qualname(made.func) or "").rsplit(".", 1)[-1] or (call_tail(made.func) or "")
@@ -1577,6 +1579,14 @@ def _looked_up_by(value: cst.BaseExpression, keys: set[str]) -> bool:
         if isinstance(value.func, cst.Attribute) and value.func.attr.value == "get" and args:
             return bool(names_in(args[0]) & keys)
     return False
+
+
+def _slice_length_varies(index: cst.BaseSlice, varying: set[str]) -> bool:
+    """A slice one of whose ends (not both) comes from the loop: its length changes."""
+    if not isinstance(index, cst.Slice):
+        return False
+    ends = [bool(end is not None and names_in(end) & varying) for end in (index.lower, index.upper)]
+    return ends[0] != ends[1]
 
 
 def _assignment_in(block: cst.CSTNode, name: str) -> cst.CSTNode | None:
