@@ -98,3 +98,23 @@ def test_bad_dependency_files_are_no_declaration(tmp_path):
 def test_no_path_is_no_declaration():
     assert not runs_on_jax_before("-", (0, 4, 25))
     assert not runs_on_jax_before(None, (0, 4, 25))
+
+
+def test_a_changed_pin_reaches_cached_results(tmp_path):
+    # the result cache is keyed by the declared JAX versions too: unpinning reports again
+    import subprocess
+    import sys
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\ndependencies = ['jax==0.3.16']\n")
+    (tmp_path / "run.py").write_text(OLD_CONFIG)
+
+    def codes() -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "jaxguard", "check", "run.py", "--output-format", "concise", "--cache-dir", str(tmp_path / "cache")],
+            cwd=tmp_path, capture_output=True, text=True,
+        )
+        return done.stdout
+
+    assert "JG901" not in codes()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\ndependencies = ['jax>=0.4']\n")
+    assert "JG901" in codes()

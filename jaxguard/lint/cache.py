@@ -69,9 +69,12 @@ def _settings_text(settings) -> str:
 
 
 def cache_key(path: str, content: bytes | str, settings, mode: str = "lint") -> str:
-    """The key of one file's result: its content (bytes as read), path, settings, mode and jaxguard."""
+    """The key of one file's result: its content (bytes as read), path, settings, mode,
+    jaxguard, and the JAX versions its project's dependency files declare."""
+    from jaxguard.lint.requirements import declared
+
     digest = hashlib.blake2b(digest_size=20)
-    for part in (fingerprint(), mode, _settings_text(settings), os.path.abspath(path)):
+    for part in (fingerprint(), mode, _settings_text(settings), os.path.abspath(path), declared(path)):
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
     digest.update(content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass"))

@@ -36,14 +36,24 @@ def runs_on_jax_before(path: str | None, removed_in: Version) -> bool:
     if not path or path == "-":
         return False
     try:
-        folder = Path(path).resolve().parent
+        bound = _declared_bound(Path(path).resolve().parent)
     except (OSError, RuntimeError):
         return False
-    bound = _declared_bound(folder)
     if bound is None:
         return False
     version, inclusive = bound
     return _less(version, removed_in) or (not inclusive and _pad(version) == _pad(removed_in))
+
+
+def declared(path: str | None) -> str:
+    """The JAX bound the file's project declares, as text (part of a result's cache key: a
+    changed pin changes what the file reports)."""
+    if not path or path == "-":
+        return ""
+    try:
+        return repr(_declared_bound(Path(path).resolve().parent))
+    except (OSError, RuntimeError):
+        return ""
 
 
 def forget_declarations() -> None:
