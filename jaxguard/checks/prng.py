@@ -1670,7 +1670,8 @@ class KeyReuse(_KeyRule):
     valid = (
         # a leftover split after the last read of the key: its results are never read
         "import jax\ndef reset_fn(key):\n    obs = jax.random.normal(key)\n    next_key, key = jax.random.split(key)\n    return obs\n",
-        # ... and one that ignores it (a stand-in returning zeros)
+        # a method inherited from a base class of the module that ignores the key (a stand-in
+        # returning zeros)
         "import jax\nimport jax.numpy as jnp\nclass Base:\n    def fake_run(self, rng, params):\n        return jnp.zeros(3)\n"
         "class Runner(Base):\n    def run(self, rng, params):\n        return self.fake_run(rng, params) + jax.random.uniform(rng)\n",
         # a key in second place of an `apply` (Haiku's signature, as acme's networks carry it):
