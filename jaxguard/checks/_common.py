@@ -20,6 +20,14 @@ def one_line(code: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def unrebound_param(ctx, name: str) -> bool:
+    """`name`, read here, is a parameter of the function being checked that its body never
+    rebinds: it holds what the caller passed."""
+    function = ctx.function
+    owner = ctx.scope.lookup(name)
+    return function is not None and owner is function.scope and name in function.params and name not in owner.values
+
+
 def number(node: cst.BaseExpression | None) -> float | None:
     """The value of an int or float literal (`1e-3`, `0x10`, `1_000`, `-2.5`), else None."""
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):

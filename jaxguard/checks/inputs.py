@@ -8,6 +8,7 @@ from importlib import resources
 
 import libcst as cst
 
+from jaxguard.checks._common import unrebound_param
 from jaxguard.lint import kinds
 from jaxguard.lint.engine import ReplaceNode
 from jaxguard.lint.facts import literal_int, positional
@@ -34,9 +35,7 @@ def _is_list_like(ctx, node: cst.BaseExpression) -> bool:
         # scope whose latest binding is a list
         # (a parameter only annotated `list[float]` is not one: callers often pass arrays)
         owner = ctx.scope.lookup(node.value)
-        function = ctx.function
-        annotated_only = function is not None and node.value in function.params and node.value not in owner.values
-        return owner is ctx.scope and not annotated_only and ctx.kind_of(node) == kinds.LIST
+        return owner is ctx.scope and not unrebound_param(ctx, node.value) and ctx.kind_of(node) == kinds.LIST
     return False
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from jaxguard.checks._common import unrebound_param
 from jaxguard.lint import kinds
 from jaxguard.lint.engine import RemoveNode, ReplaceNode
 from jaxguard.lint.facts import literal_int, literal_str, positional
@@ -147,19 +148,13 @@ class InPlaceUpdate(Rule):
 
     def _carry_as_received(self, name: str) -> bool:
         """A parameter of a `lax` loop body that the body does not rebind."""
-        function = self.ctx.function
-        owner = self.ctx.scope.lookup(name)
-        return (
-            function is not None and owner is function.scope and name in function.params and name not in owner.values
-            and self.ctx.facts.lax_loop_of(function) is not None
-        )
+        return unrebound_param(self.ctx, name) and self.ctx.facts.lax_loop_of(self.ctx.function) is not None
 
     def _read_by_keys(self, name: str) -> bool:
         """A parameter of the function, not rebound, that it indexes with a string somewhere."""
-        function = self.ctx.function
-        owner = self.ctx.scope.lookup(name)
-        if function is None or owner is not function.scope or name not in function.params or name in owner.values:
+        if not unrebound_param(self.ctx, name):
             return False
+        function = self.ctx.function
         cache = self.ctx.facts.derived.setdefault("params-read-by-keys", {})
         if function.node not in cache:
             cache[function.node] = {

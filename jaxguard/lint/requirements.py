@@ -33,12 +33,7 @@ _PATTERNS = ("requirements*.txt", "environment*.yml", "environment*.yaml")
 def runs_on_jax_before(path: str | None, removed_in: Version) -> bool:
     """Does the project of the file at `path` declare only JAX versions older than
     `removed_in`?"""
-    if not path or path == "-":
-        return False
-    try:
-        bound = _declared_bound(Path(path).resolve().parent)
-    except (OSError, RuntimeError):
-        return False
+    bound = _bound_for(path)
     if bound is None:
         return False
     version, inclusive = bound
@@ -48,17 +43,25 @@ def runs_on_jax_before(path: str | None, removed_in: Version) -> bool:
 def declared(path: str | None) -> str:
     """The JAX bound the file's project declares, as text (part of a result's cache key: a
     changed pin changes what the file reports)."""
-    if not path or path == "-":
-        return ""
-    try:
-        return repr(_declared_bound(Path(path).resolve().parent))
-    except (OSError, RuntimeError):
-        return ""
+    return repr(_bound_for(path))
 
 
 def forget_declarations() -> None:
     """Read the dependency files again (the language server saw files change)."""
+    _bound_for.cache_clear()
     _declared_bound.cache_clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def _bound_for(path: str | None) -> tuple[Version, bool] | None:
+    """The bound for the file at `path` (none for standard input): asked by each rule about
+    a removed API and by the result cache, resolved once."""
+    if not path or path == "-":
+        return None
+    try:
+        return _declared_bound(Path(path).resolve().parent)
+    except (OSError, RuntimeError):
+        return None
 
 
 @functools.lru_cache(maxsize=1024)
@@ -103,12 +106,13 @@ def _jax_specs(file: Path) -> list[str]:
     else:
         # requirements lines, setup.cfg's indented install_requires, conda's `- jax=0.2.19`
         candidates = [line.strip().removeprefix("-").strip() for line in text.splitlines()]
-    specs = []
-    for candidate in candidates:
-        found = _REQUIREMENT.match(candidate)
-        if found is not None:
-            specs.append((found.group("spec") or "").strip())
-    return specs
+    return [spec for spec in map(_spec, candidates) if spec is not None]
+
+
+def _spec(text: str) -> str | None:
+    """The specifiers of `text` if it is a requirement on JAX ('' for a bare `jax`), else None."""
+    found = _REQUIREMENT.match(text)
+    return (found.group("spec") or "").strip() if found is not None else None
 
 
 def _setup_strings(text: str) -> list[str]:
@@ -128,9 +132,9 @@ def _pyproject_specs(text: str) -> list[str]:
 
     def visit(value) -> None:
         if isinstance(value, str):
-            found = _REQUIREMENT.match(value)
-            if found is not None:
-                specs.append((found.group("spec") or "").strip())
+            spec = _spec(value)
+            if spec is not None:
+                specs.append(spec)
         elif isinstance(value, list):
             for item in value:
                 visit(item)
