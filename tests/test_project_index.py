@@ -111,6 +111,30 @@ def test_a_helper_whose_split_results_are_never_read_does_not_draw(tmp_path):
     assert not any(path == "pkg/top.py" and line in (5, 11) for path, line, _ in lines)
 
 
+def test_numbers_drawn_for_a_helper_that_reads_only_their_shape_are_a_template(tmp_path):
+    # AdaptiveRNNWaveFunctions: a dummy input drawn from key1 goes only to a helper of another
+    # module that hands it to a model's init; key1 drawn from again later is not a reuse
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": (
+            "def setup(model, key, x):\n    return model.init(key, x)\n"
+            "def sized(key, x):\n    return key, x.shape[0]\n"
+            "def fit(model, key, x):\n    return model.apply(model.init(key, x), x)\n"
+        ),
+        "pkg/train.py": (
+            "import jax\nfrom pkg.helpers import setup, sized, fit\n"
+            "def a(model, key1, key2):\n    x = jax.random.randint(key1, (5, 10), 0, 2)\n"
+            "    return setup(model, key2, x), jax.random.normal(key1, (3,))\n"
+            "def b(model, key1, key2):\n    x = jax.random.normal(key1, (5,))\n"
+            "    return sized(key2, x=x), jax.random.normal(key1, (3,))\n"
+            # the helper also runs the model on x: its numbers are used
+            "def c(model, key1, key2):\n    x = jax.random.normal(key1, (5,))\n"
+            "    return fit(model, key2, x), jax.random.normal(key1, (3,))\n"
+        ),
+    })
+    assert check(root, "pkg") == [("pkg/train.py", 11, "JG601")]
+
+
 def test_a_dict_of_arguments_spread_into_a_transformed_call_is_followed_no_further(tmp_path):
     # ithaca's saliency maps: `jax.grad(loss, (1, 2))(..., rng=rng, **loss_kwargs)`; the
     # summary of `loss_kwargs` (which parameters get its items is not known) crashed the run

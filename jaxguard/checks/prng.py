@@ -42,6 +42,7 @@ from jaxguard.lint.jaxapi import (
     KEY_PARAM,
     LAX_CARRIES,
     NOT_CONSUMING,
+    SHAPE_ATTRIBUTES,
     TREE_MAPS,
 )
 from jaxguard.lint.notebook import starts_cell
@@ -614,8 +615,26 @@ class KeyFlow:
         if slot not in cache:
             body = owner.node.body if owner.kind == "function" else owner.node
             abstract = functools.partial(self.facts.is_abstract_trace, scope=owner)
-            cache[slot] = _read_only_for_shape(assigned_names(body), body, drawn, abstract, unread=drawn)
+            templates = functools.partial(self._shape_template_args, scope=owner) if drawn else None
+            cache[slot] = _read_only_for_shape(assigned_names(body), body, drawn, abstract, unread=drawn, templates=templates)
         return cache[slot]
+
+    def _shape_template_args(self, call: cst.Call, scope: Scope) -> list[cst.Arg]:
+        """The arguments of `call` that a function of the project reads only for their shape
+        (`setup(key, x)` whose body only does `model.init(key, x)`): this module's function
+        read here, another module's by the project index."""
+        callee = self.facts.function_for(call.func, scope)
+        if callee is not None:
+            if isinstance(callee.node, cst.Lambda):
+                return []
+            held = _read_only_for_shape(set(callee.params), callee.node.body, init_inputs=True)
+            held -= assigned_names(callee.node.body)
+            return [arg for arg in call.args if _receiving_param(self.facts, callee, call, arg) in held]
+        project = self.facts.project
+        entry = project.callee(self.facts.qualname(call.func, scope)) if project is not None else None
+        if entry is None or not entry.shape_templates:
+            return []
+        return [arg for arg in call.args if entry.param_for(call.args, arg) in entry.shape_templates]
 
     def _lambda_draws(self, function: cst.Lambda) -> list[tuple[str, str, cst.Call]]:
         """(key, sampler, call) for each draw in a lambda's body from a key it does not receive
@@ -948,17 +967,15 @@ def _held_by(facts: ModuleFacts, class_scope: Scope, depth: int = 0) -> tuple[se
     return stored, methods, external
 
 
-_SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
-
-
 def _read_only_for_shape(
-    names: set[str], body: cst.CSTNode, init_inputs: bool = False, abstract=None, unread: bool = False
+    names: set[str], body: cst.CSTNode, init_inputs: bool = False, abstract=None, unread: bool = False, templates=None
 ) -> set[str]:
     """Those of `names` that `body` reads at least once, and only as `name.shape`, `.dtype`,
     `.ndim` or `.size`, or (`init_inputs`, for numbers drawn at random) as the example input
     of a model's `init` (`net.init(key, x)` runs the model on `x` only to learn its shapes:
     the parameters come from the key, and the output is thrown away), or in the arguments of
-    a call that `abstract` says is an abstract evaluation (`jax.eval_shape(f, state.params)`);
+    a call that `abstract` says is an abstract evaluation (`jax.eval_shape(f, state.params)`),
+    or (`init_inputs`) as the arguments `templates` says a project function reads only so;
     with `unread`, also those it never reads (unless `global`/`nonlocal` names them, or
     `locals()`, `vars()`, `eval` or `exec` may read them). One walk for all."""
     shape: set[str] = set()
@@ -977,21 +994,22 @@ def _read_only_for_shape(
                 walk(node.func, self)
                 return False
             is_init = isinstance(node.func, cst.Attribute) and (node.func.attr.value == "init" or id(node) in inits)
-            if not (init_inputs and is_init):
+            held = templates(node) if init_inputs and templates is not None and not is_init else []
+            if not (init_inputs and is_init) and not held:
                 return True
-            for arg in node.args[1:]:
-                if isinstance(arg.value, cst.Name) and arg.value.value in names and not arg.star:
+            examples = held or node.args[1:]  # the init's example inputs, or the helper's templates
+            for arg in node.args:
+                example = any(arg is other for other in examples)
+                if example and isinstance(arg.value, cst.Name) and arg.value.value in names and not arg.star:
                     shape.add(arg.value.value)
                 else:
                     walk(arg, self)
-            if node.args:
-                walk(node.args[0], self)
             walk(node.func, self)
             return False
 
         def visit_Attribute(self, node: cst.Attribute) -> bool:
             if isinstance(node.value, cst.Name) and node.value.value in names:
-                (shape if node.attr.value in _SHAPE_ATTRIBUTES else other).add(node.value.value)
+                (shape if node.attr.value in SHAPE_ATTRIBUTES else other).add(node.value.value)
                 return False
             return True
 
@@ -1666,8 +1684,15 @@ class KeyReuse(_KeyRule):
         # a method the class inherits from a base class of the module, which draws from the key
         "import jax\nclass Base:\n    def noise(self, rng):\n        return jax.random.normal(rng)\n"
         "class Runner(Base):\n    def run(self, rng):\n        return self.noise(rng) + jax.random.uniform(rng)\n",
+        # a dummy input handed to a helper that runs the model on it: its numbers are used
+        "import jax\ndef fit(model, key, x):\n    return model.apply(model.init(key, x), x)\n"
+        "def train(model, k1, k2):\n    x = jax.random.normal(k1, (4, 3))\n    return fit(model, k2, x), jax.random.normal(k1)\n",
     )
     valid = (
+        # a dummy input handed to a helper that only gives it to the model's init (to learn
+        # shapes): the numbers drawn for it correlate with nothing
+        "import jax\ndef setup(model, key, x):\n    return model.init(key, x)\n"
+        "def train(model, k1, k2):\n    x = jax.random.normal(k1, (4, 3))\n    return setup(model, k2, x), jax.random.normal(k1)\n",
         # a leftover split after the last read of the key: its results are never read
         "import jax\ndef reset_fn(key):\n    obs = jax.random.normal(key)\n    next_key, key = jax.random.split(key)\n    return obs\n",
         # a method inherited from a base class of the module that ignores the key (a stand-in

@@ -27,6 +27,10 @@ TRACING_TRANSFORMS: dict[str, tuple[str | None, str | None]] = {
     "flax.nnx.remat": (None, None),
 }
 
+# Attributes of an array that say its form, not its numbers: a value read only through them
+# is a shape template (numbers drawn for it correlate with nothing).
+SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})
+
 # Functions of numpy and jax.numpy whose result is Python metadata of arrays, never an array
 # (a shape, a dtype, a number, a flag), whatever they are given.
 _METADATA_FUNCTIONS = (

@@ -62,6 +62,7 @@ class Callee(NamedTuple):
     # (position -1: the whole result)
     handed_back: tuple
     swallows: bool = False  # a `**kwargs` it never reads takes the keywords it has no parameter for
+    shape_templates: tuple[str, ...] = ()  # parameters it reads only for their shape (summary)
 
     def param_for(self, args, arg) -> str | None:
         """The parameter that `arg` (one of the call's `args`, libcst or otherwise: `.keyword`
@@ -686,6 +687,7 @@ class ProjectIndex:
                 callees.append(Callee(
                     name, tuple(callee["params"]), bound, verdicts, self.returns_static(target),
                     bool(callee.get("array")), handed_back, bool(callee.get("swallows")),
+                    tuple(callee.get("shape_templates", ())),
                 ))
         source = self.x64_source(module)
         building, called_later = self._method_callers

@@ -32,12 +32,13 @@ from jaxguard.lint.jaxapi import (
     MEMOIZERS,
     METADATA_CALLS,
     NOT_CONSUMING,
+    SHAPE_ATTRIBUTES,
     TRACING_TRANSFORMS,
     is_host_callback,
     names_abstract_trace,
 )
 
-VERSION = 12  # of the summary format (part of its cache key)
+VERSION = 13  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -547,6 +548,7 @@ class _Summariser:
             "static": _StaticResult(self, node, flat, local, cls, self_name, assigned).result(),
             "array": _ArrayResult(self, params, flat, local, cls, self_name, assigned).result(),
             "returns": _returned_params(flat, params),
+            "shape_templates": _shape_templates(params, flat, assigned),
             # it turns x64 on, or refuses (or warns) to run without it: its callers' 64-bit
             # requests are not silently 32-bit
             "x64_guard": any(self._enables_x64(n) for n in [*flat.calls, *flat.assignments]) or any(_checks_x64(n) for n in flat.nodes),
@@ -688,6 +690,31 @@ def _annotated_not_keys(node: ast.AST) -> set[str]:
     arguments = node.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
     return {a.arg for a in every if a.annotation is not None and KEY_ANNOTATION.search(ast.unparse(a.annotation)) is None}
+
+
+def _shape_templates(params: list[str], flat: _Flat, assigned) -> list[str]:
+    """Parameters read, and only for their form: as `.shape`/`.dtype`/`.ndim`/`.size`, or as
+    the example input of a model's `init` (`net.init(key, x)` runs the model on `x` only to
+    learn its shapes), never rebound (the facts' `_read_only_for_shape`, across modules):
+    numbers drawn for them correlate with nothing."""
+    reads: dict[str, list[ast.Name]] = {}
+    for name in flat.names:
+        if isinstance(name.ctx, ast.Load) and name.id in params:
+            reads.setdefault(name.id, []).append(name)
+    return [
+        param for param in params
+        if param in reads and param not in assigned and all(_read_for_shape(name, flat.parents) for name in reads[param])
+    ]
+
+
+def _read_for_shape(name: ast.Name, parents) -> bool:
+    parent = parents.get(id(name))
+    if isinstance(parent, ast.Attribute):
+        return parent.attr in SHAPE_ATTRIBUTES
+    return (
+        isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and parent.func.attr == "init"
+        and any(arg is name for arg in parent.args[1:])
+    )
 
 
 def _stored_attribute(name: ast.Name, parents) -> bool:
