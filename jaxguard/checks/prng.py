@@ -584,7 +584,10 @@ class KeyFlow:
             and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
         ):
             name = small.targets[0].target.value
-            return len(self.scope.values.get(name, ())) == 1 and name in self._read_only_for_shape_here(owner, drawn)
+            body = owner.node.body if owner.kind == "function" else owner.node
+            # bound once here (a comprehension's own `x` is another variable)
+            bindings = len(self.scope.values.get(name, ())) - _comprehension_bindings(body, name)
+            return bindings == 1 and name in self._read_only_for_shape_here(owner, drawn)
         return False
 
     def _batched(self, value: cst.BaseExpression, call: cst.Call) -> bool:
@@ -982,6 +985,10 @@ def _read_only_for_shape(
     other: set[str] = set()
     dynamic = []  # `locals()` and the like: any name may be read
     inits: set[int] = set()  # `_, params = m.init_with_output(...)`: an init whose output is thrown away
+    hidden: list[set[str]] = []  # the variables of the comprehensions around: other names
+
+    def visible(name: str) -> bool:
+        return name in names and not any(name in inner for inner in hidden)
 
     class _Reads(Visitor):
         def visit_Assign(self, node: cst.Assign) -> None:
@@ -990,7 +997,7 @@ def _read_only_for_shape(
 
         def visit_Call(self, node: cst.Call) -> bool:
             if abstract is not None and abstract(node):
-                shape.update(n.value for arg in node.args for n in descendants(arg) if isinstance(n, cst.Name) and n.value in names)
+                shape.update(n.value for arg in node.args for n in descendants(arg) if isinstance(n, cst.Name) and visible(n.value))
                 walk(node.func, self)
                 return False
             is_init = isinstance(node.func, cst.Attribute) and (node.func.attr.value == "init" or id(node) in inits)
@@ -1000,7 +1007,7 @@ def _read_only_for_shape(
             examples = held or node.args[1:]  # the init's example inputs, or the helper's templates
             for arg in node.args:
                 example = any(arg is other for other in examples)
-                if example and isinstance(arg.value, cst.Name) and arg.value.value in names and not arg.star:
+                if example and isinstance(arg.value, cst.Name) and visible(arg.value.value) and not arg.star:
                     shape.add(arg.value.value)
                 else:
                     walk(arg, self)
@@ -1008,16 +1015,34 @@ def _read_only_for_shape(
             return False
 
         def visit_Attribute(self, node: cst.Attribute) -> bool:
-            if isinstance(node.value, cst.Name) and node.value.value in names:
+            if isinstance(node.value, cst.Name) and visible(node.value.value):
                 (shape if node.attr.value in SHAPE_ATTRIBUTES else other).add(node.value.value)
                 return False
             return True
 
         def visit_Name(self, node: cst.Name) -> None:
-            if node.value in names:
+            if visible(node.value):
                 other.add(node.value)
             elif node.value in ("locals", "vars", "eval", "exec"):
                 dynamic.append(node)
+
+        def _comprehension(self, node) -> bool:
+            """`[float(x) for x in energies]`: its `x` is its own, not the `x` outside."""
+            bound, loop = set(), node.for_in
+            while loop is not None:
+                bound |= names_in(loop.target)
+                loop = loop.inner_for_in
+            if not bound & names:
+                return True
+            walk(node.for_in.iter, self)  # the first iterable is read outside
+            hidden.append(bound)
+            for part in (getattr(node, "elt", None), getattr(node, "key", None), getattr(node, "value", None), node.for_in):
+                if part is not None:
+                    walk(part, self)
+            hidden.pop()
+            return False
+
+        visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension
 
         def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
             return False  # the binding itself (a second one shows in the scope's values)
@@ -1033,6 +1058,11 @@ def _read_only_for_shape(
     walk(body, _Reads())
     never = names - shape - other if unread and not dynamic else set()
     return (shape - other) | never
+
+
+def _comprehension_bindings(body: cst.CSTNode, name: str) -> int:
+    """How many comprehensions in `body` bind `name` as their own variable."""
+    return sum(1 for node in descendants(body) if isinstance(node, cst.CompFor) and name in names_in(node.target))
 
 
 def _assigned_attributes(block: cst.CSTNode) -> set[str]:
@@ -1687,12 +1717,18 @@ class KeyReuse(_KeyRule):
         # a dummy input handed to a helper that runs the model on it: its numbers are used
         "import jax\ndef fit(model, key, x):\n    return model.apply(model.init(key, x), x)\n"
         "def train(model, k1, k2):\n    x = jax.random.normal(k1, (4, 3))\n    return fit(model, k2, x), jax.random.normal(k1)\n",
+        # a dummy input whose numbers a comprehension reads
+        "import jax\ndef train(model, k1, k2):\n    x = jax.random.normal(k1, (4, 3))\n    params = model.init(k2, x)\n"
+        "    rows = [float(v) for v in x[0]]\n    return params, rows, jax.random.normal(k1)\n",
     )
     valid = (
         # a dummy input handed to a helper that only gives it to the model's init (to learn
         # shapes): the numbers drawn for it correlate with nothing
         "import jax\ndef setup(model, key, x):\n    return model.init(key, x)\n"
         "def train(model, k1, k2):\n    x = jax.random.normal(k1, (4, 3))\n    return setup(model, k2, x), jax.random.normal(k1)\n",
+        # ... given only to the init; a comprehension's own `x` is another variable
+        "import jax\ndef train(model, k1, k2, losses):\n    x = jax.random.normal(k1, (4, 3))\n    params = model.init(k2, x)\n"
+        "    losses = [float(x) for x in losses]\n    return params, losses, jax.random.normal(k1)\n",
         # a leftover split after the last read of the key: its results are never read
         "import jax\ndef reset_fn(key):\n    obs = jax.random.normal(key)\n    next_key, key = jax.random.split(key)\n    return obs\n",
         # a method inherited from a base class of the module that ignores the key (a stand-in
