@@ -135,6 +135,36 @@ def test_numbers_drawn_for_a_helper_that_reads_only_their_shape_are_a_template(t
     assert check(root, "pkg") == [("pkg/train.py", 11, "JG601")]
 
 
+def test_modules_of_one_name_in_several_folders_are_each_their_folders_own(tmp_path):
+    # neural-diffusion-processes: `from data import ...` in each experiment folder imports the
+    # `data.py` beside it (exp_b's ignores the key); a script with none beside it imports one,
+    # not known which
+    sample = "def sample(key, n):\n    return {}\n"
+    run = "import jax\nfrom data import sample\ndef main(key):\n    return sample(key, 3), jax.random.uniform(key)\n"
+    root = make(tmp_path, {
+        "exp_a/data.py": "import jax\n" + sample.format("jax.random.normal(key, (n,))"),
+        "exp_a/run.py": run,
+        "exp_b/data.py": "import jax.numpy as jnp\n" + sample.format("jnp.zeros(n)"),
+        "exp_b/run.py": run,
+        "run_all.py": run,
+    })
+    # run_all.py's `sample` is not known: a possible draw, paired with the proven one
+    assert check(root, ".") == [("exp_a/run.py", 4, "JG601"), ("run_all.py", 4, "JG601")]
+
+
+def test_a_loop_over_a_constant_list_imported_from_another_module_is_a_sweep(tmp_path):
+    sweep = (
+        "import jax\nfrom configs import {}\n"
+        "for name in {}:\n    f = jax.jit(lambda x: getattr(x, name)())\n    print(f(1.0))\n"
+    )
+    root = make(tmp_path, {
+        "configs.py": "import os\nMETHODS = ['sum', 'max']\nPATHS = os.listdir('.')\n",
+        "sweep.py": sweep.format("METHODS", "METHODS"),
+        "walk.py": sweep.format("PATHS", "PATHS"),  # not a constant: each iteration could be the same
+    })
+    assert check(root, ".") == [("walk.py", 4, "JG109")]
+
+
 def test_a_dict_of_arguments_spread_into_a_transformed_call_is_followed_no_further(tmp_path):
     # ithaca's saliency maps: `jax.grad(loss, (1, 2))(..., rng=rng, **loss_kwargs)`; the
     # summary of `loss_kwargs` (which parameters get its items is not known) crashed the run

@@ -1406,6 +1406,9 @@ class JitInLoop(Rule):
             values = owner.values.get(node.value) if owner is not None else None
             if values and len(values) == 1 and values[0] is not None:
                 return self._constant_iterable(values[0], depth + 1)
+            # imported from a project module that binds it to literals (the project index)
+            project = self.ctx.facts.project
+            return not values and project is not None and project.constant_collection(self.ctx.qualname(node))
         if isinstance(node, cst.Attribute):
             return False
         return False

@@ -10,7 +10,11 @@ through `__init__`, `f = jax.jit(g)` aliases) and derives:
 - for each function parameter that may be a PRNG key: drawn from, ignored, or unknown,
   following keys passed on to other project functions;
 - which functions return a static Python value (a count, a shape, a flag);
-- which modules run with x64 enabled because importing them (or their packages) enables it.
+- which modules run with x64 enabled because importing them (or their packages) enables it;
+- which names a module imports are collections of literals bound once (`DATASETS = [...]`).
+
+Modules of one name in several folders (a `data.py` beside each experiment's scripts) are
+kept apart: each module imports the one in its own folder, as Python does for a script.
 
 A file's check reads only its `ProjectView`: the facts about its own functions and about
 the project functions it calls. The view is part of the file's result-cache key, so editing
@@ -115,6 +119,9 @@ class ProjectView:
     # another project module imports this one: it is a library module, and its
     # `if __name__ == "__main__":` block a self-test run by hand
     imported: bool = False
+    # names this module imports that another project module binds once to a collection of
+    # literals (`from configs import DATASETS`): a loop over one is a sweep over constants
+    constant_collections: tuple = ()
 
     @cached_property
     def _callees(self) -> dict[str, Callee]:
@@ -153,6 +160,9 @@ class ProjectView:
         if param not in entry.params and entry.swallows:
             return IGNORES
         return dict(entry.keys).get(param)
+
+    def constant_collection(self, qualified: str | None) -> bool:
+        return bool(qualified) and self.absolute(qualified) in self.constant_collections
 
     def returns_static(self, qualified: str | None) -> bool:
         entry = self.callee(qualified)
@@ -234,6 +244,8 @@ class ProjectIndex:
     def __init__(self, modules: dict[str, tuple[str, bool, dict]], root: Path | None = None) -> None:
         """`modules`: path -> (module name, is package, summary); `root`: the project's folder."""
         self.root = root
+        self.modules = modules  # as given (`with_module` rebuilds from them)
+        modules, self._renames = _separate_namesakes(modules)
         self.paths = {path: (name, package) for path, (name, package, _) in modules.items()}
         self.summaries: dict[str, dict] = {}
         self.test_modules: set[str] = set()
@@ -314,6 +326,13 @@ class ProjectIndex:
                 if target is not None:
                     found[name] = target
         return tuple(sorted(found.items()))
+
+    def _constant_collection(self, qualified: str) -> bool:
+        """`pkg.configs.DATASETS` is bound once, at import, to a collection of literals."""
+        module = self.module_of(qualified)
+        if module is None or module == qualified:
+            return False
+        return qualified[len(module) + 1:] in self.summaries[module].get("constant_collections", ())
 
     def module_of(self, qualified: str) -> str | None:
         parts = qualified.split(".")
@@ -637,7 +656,7 @@ class ProjectIndex:
 
     def with_module(self, path: str, module: str, is_package: bool, summary: dict) -> ProjectIndex:
         """The same project with one module's text replaced (its facts flow to the others)."""
-        modules = {p: (name, package, self.summaries[name]) for p, (name, package) in self.paths.items() if name in self.summaries}
+        modules = dict(self.modules)
         modules[os.path.abspath(path)] = (module, is_package, summary)
         return ProjectIndex(modules, self.root)
 
@@ -646,10 +665,15 @@ class ProjectIndex:
         """The view of the file at `path` (`summary`: its text's, when it differs from disk)."""
         key = os.path.abspath(path)
         module, is_package = self.paths.get(key) or module_name(Path(path))
+        renames = self._renames.get(key, {})
         if summary is None:
             summary = self.summaries.get(module) if key in self.paths else None
+        else:
+            summary = _renamed(summary, renames)
         summary = summary or empty_summary()
-        package = module if is_package else module.rpartition(".")[0]
+        # what this file's own facts call things: `data.f`, not the index's `data@1.f`
+        as_named = functools.partial(_renamed, names={held: name for name, held in renames.items()})
+        package = as_named(module if is_package else module.rpartition(".")[0])
         places = self._by_module.get(module, {})
         own = places.get("traced", set())
         roots = []
@@ -685,14 +709,14 @@ class ProjectIndex:
                     if self.key_verdict(target, param) == DRAWS
                 }))
                 callees.append(Callee(
-                    name, tuple(callee["params"]), bound, verdicts, self.returns_static(target),
+                    as_named(name), tuple(callee["params"]), bound, verdicts, self.returns_static(target),
                     bool(callee.get("array")), handed_back, bool(callee.get("swallows")),
                     tuple(callee.get("shape_templates", ())),
                 ))
         source = self.x64_source(module)
         building, called_later = self._method_callers
         return ProjectView(
-            module=module,
+            module=as_named(module),
             package=package,
             x64=source is not None,
             roots=tuple(roots),
@@ -701,15 +725,68 @@ class ProjectIndex:
             callees=tuple(sorted(callees)),
             static_methods=tuple(sorted(m for m in methods if self.static_method(m))),
             static_attributes=self._static_attribute_list,
-            aliases=self._aliases_for(summary),
+            aliases=as_named(self._aliases_for(summary)),
             settable_classes=self._settable_classes,
             x64_functions=tuple(sorted(self._x64_functions.get(module, ()))),
             imported=module in self._imported_modules,
-            x64_guards=tuple(sorted(guards)),
+            constant_collections=tuple(sorted(
+                as_named(name) for name in set(summary["imports"].values()) if self._constant_collection(name)
+            )),
+            x64_guards=tuple(sorted(as_named(guards))),
             construction_methods=self._methods_among(summary, building),
             called_after_construction=self._methods_among(summary, called_later),
             summary_error=summary.get("error", ""),
         )
+
+
+def _separate_namesakes(modules: dict[str, tuple[str, bool, dict]]) -> tuple[dict, dict[str, dict[str, str]]]:
+    """Top-level modules of one name in several folders (a `data.py` beside each experiment's
+    scripts) are different modules: each folder's gets its own name in the index (`data@0`,
+    `data@1`, and `data@0.sub` below a package), and each module's summary names the one
+    Python imports for it, from its own folder (a script's folder comes first on sys.path).
+    A module with none in its folder imports one of them, not known which: `data@?`, which
+    resolves to nothing. Returns the modules so renamed, and path -> {name: its name in the
+    index} for the modules that refer to such names."""
+    folders: dict[str, dict[str, str]] = {}  # head -> {search folder: name in the index}
+    searched = {}
+    for path, (name, is_package, _) in sorted(modules.items()):
+        depth = name.count(".") + (1 if is_package else 0)
+        folder = str(Path(path).parents[depth]) if depth < len(Path(path).parents) else ""
+        searched[path] = folder
+        holders = folders.setdefault(name.partition(".")[0], {})
+        holders.setdefault(folder, "")
+    namesakes = {head: holders for head, holders in folders.items() if len(holders) > 1}
+    if not namesakes:
+        return modules, {}
+    for head, holders in namesakes.items():
+        for number, folder in enumerate(sorted(holders)):
+            holders[folder] = f"{head}@{number}"
+    renamed, renames = {}, {}
+    for path, (name, is_package, summary) in modules.items():
+        names = {head: holders.get(searched[path], f"{head}@?") for head, holders in namesakes.items()}
+        renames[path] = names
+        renamed[path] = (_renamed(name, names, whole=True), is_package, _renamed(summary, names))
+    return renamed, renames
+
+
+# Summary fields that list whole module names (`import data`): a name alone is a module there.
+_MODULE_FIELDS = frozenset({"imports", "star_imports", "lazy_imports", "x64_then_imports", "x64_then_imports_at_top"})
+
+
+def _renamed(value, names: dict[str, str], whole: bool = False):
+    """`value` (a summary, or any part of one) with the qualified names whose first part is
+    in `names` renamed (`data.f` -> `data@1.f`); a bare name (a parameter called `data`) only
+    where `whole` says it is a module."""
+    if not names:
+        return value
+    if isinstance(value, str):
+        head, dot, rest = value.partition(".")
+        return names[head] + dot + rest if head in names and (dot or whole) else value
+    if isinstance(value, dict):
+        return {key: _renamed(item, names, whole or key in _MODULE_FIELDS) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_renamed(item, names, whole) for item in value)
+    return value
 
 
 # building ----------------------------------------------------------------------------------
@@ -903,7 +980,8 @@ def _with_text(index: ProjectIndex, path: str, data: bytes) -> tuple[ProjectInde
     module, is_package = module_name(Path(path))
     source = source_of(path, data)
     summary = summarise(source, module, is_package) if source is not None else None
-    if summary is not None and index.summaries.get(module) != summary:
+    known = index.modules.get(os.path.abspath(path))
+    if summary is not None and (known is None or known[2] != summary):
         index = index.with_module(path, module, is_package, summary)
     return index, summary
 

@@ -62,6 +62,7 @@ def empty_summary() -> dict:
     return {
         "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "x64_then_imports_at_top": [], "imports_submodules": False, "lazy_imports": [], "x64_on_demand": False, "marks": [], "functions": {}, "static_fields": {},
         "fields": [], "aliases": {}, "unaliased": [], "module_calls": [], "module_method_calls": [],
+        "constant_collections": [],
     }
 
 
@@ -314,6 +315,15 @@ class _Summariser:
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
             if isinstance(target, ast.Name) and target.id not in summary["aliases"]
         })
+        # names bound once at import to a collection of literals (`DATASETS = ["a", "b"]`): a
+        # loop over one, imported elsewhere, is a sweep over constant configurations
+        bindings = [target.id for node in at_import_code if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                    for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)]
+        summary["constant_collections"] = sorted(
+            node.targets[0].id for node in at_import_code
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and bindings.count(node.targets[0].id) == 1 and _literal_collection(node.value)
+        )
         fields: set[str] = set()  # every annotated class field: a static field's name may be reused
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
@@ -903,6 +913,13 @@ def _static_spec(call: ast.Call | None) -> list:
             value = _constant_seq(kw.value)
             names = [v for v in value if isinstance(v, str)]
     return [nums, names]
+
+
+def _literal_collection(node) -> bool:
+    """A list, tuple or set of literals (nested ones too), or a dict with literal keys."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(isinstance(e, ast.Constant) or _literal_collection(e) for e in node.elts)
+    return isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys)
 
 
 def _constant_seq(node) -> list:
