@@ -137,8 +137,8 @@ def test_numbers_drawn_for_a_helper_that_reads_only_their_shape_are_a_template(t
 
 def test_modules_of_one_name_in_several_folders_are_each_their_folders_own(tmp_path):
     # neural-diffusion-processes: `from data import ...` in each experiment folder imports the
-    # `data.py` beside it (exp_b's ignores the key); a script with none beside it imports one,
-    # not known which
+    # `data.py` beside it (exp_b's ignores the key); a script with none beside it (nor at the
+    # project's root) imports one, not known which
     sample = "def sample(key, n):\n    return {}\n"
     run = "import jax\nfrom data import sample\ndef main(key):\n    return sample(key, 3), jax.random.uniform(key)\n"
     root = make(tmp_path, {
@@ -146,10 +146,13 @@ def test_modules_of_one_name_in_several_folders_are_each_their_folders_own(tmp_p
         "exp_a/run.py": run,
         "exp_b/data.py": "import jax.numpy as jnp\n" + sample.format("jnp.zeros(n)"),
         "exp_b/run.py": run,
-        "run_all.py": run,
+        "scripts/run_all.py": run,
     })
-    # run_all.py's `sample` is not known: a possible draw, paired with the proven one
-    assert check(root, ".") == [("exp_a/run.py", 4, "JG601"), ("run_all.py", 4, "JG601")]
+    # scripts/run_all.py's `sample` is not known: a possible draw, paired with the proven one
+    assert check(root, ".") == [("exp_a/run.py", 4, "JG601"), ("scripts/run_all.py", 4, "JG601")]
+    # one at the project's root is what a script elsewhere imports (run from the root)
+    (root / "data.py").write_text("import jax.numpy as jnp\n" + sample.format("jnp.zeros(n)"))
+    assert check(root, ".") == [("exp_a/run.py", 4, "JG601")]
 
 
 def test_a_loop_over_a_constant_list_imported_from_another_module_is_a_sweep(tmp_path):

@@ -832,6 +832,8 @@ class KeyFlow:
             return  # two calls whose code is not read: no draw is proven
         if previous is not None and previous.reorders and use.reorders:
             return  # `permutation(key, x)` and `permutation(key, y)`: paired arrays stay aligned
+        if previous is not None and _target_copy(previous, use):
+            return  # `q = make(k, x)`, `q_target = make(k, x)`: a target network made equal on purpose
         if previous is not None:
             code = "JG602" if previous.is_split else "JG601"
             if any(f.code == code and f.use.key == key and f.use.statement is self.statement for f in self.findings):
@@ -851,6 +853,45 @@ class KeyFlow:
             # drawn from, then split: a later use is judged as a use after the split (whose
             # keys it repeats), reported across notebook cells too
             state.consumed[key] = use
+
+
+def _target_copy(first: Use, second: Use) -> bool:
+    """The same call twice, one result named a target (`vec_q_target=create_train_state(args,
+    rng_q, q_net, x)` beside `vec_q=...` with the same arguments): an RL target network
+    starts as an exact copy of the online one, so the second result equals the first on
+    purpose."""
+    calls = [_call_of(first), _call_of(second)]
+    if None in calls or len({"".join(_EMPTY.code_for_node(call).split()) for call in calls}) != 1:
+        return False
+    return _named_target(first.statement, calls[0]) or _named_target(second.statement, calls[1])
+
+
+def _call_of(use: Use) -> cst.Call | None:
+    """The call that draws, or that the key is handed to."""
+    if isinstance(use.node, cst.Call):
+        return use.node
+    for node in descendants(use.statement) if use.statement is not None else ():
+        if isinstance(node, cst.Call) and any(arg.value is use.node for arg in node.args):
+            return node
+    return None
+
+
+_EMPTY = cst.Module([])
+
+
+def _named_target(statement: cst.CSTNode | None, call: cst.Call) -> bool:
+    """The call's result is bound to a name, or passed as a keyword, that says "target"."""
+    for node in descendants(statement) if statement is not None else ():
+        if isinstance(node, cst.Arg) and node.keyword is not None:
+            names = {node.keyword.value}
+        elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, cst.Assign) else [node]
+            names = {name for target in targets for name in names_in(target.target)}
+        else:
+            continue
+        if any("target" in name.lower() for name in names) and any(inner is call for inner in descendants(node.value)):
+            return True
+    return False
 
 
 def _read_after(facts: ModuleFacts, body: cst.CSTNode, call: cst.CSTNode, names: set[str]) -> bool:
@@ -1642,10 +1683,14 @@ class KeyReuse(_KeyRule):
         A draw whose numbers are never used is paired with nothing either: a template read
         only for its `.shape`/`.dtype`, or a dummy input given to a model's `init`
         (`net.init(key, normal(key, (1, n)))`: init runs the model on it only to learn shapes;
-        also with a batch axis added, `space.sample(key)[None]`), or a value read only by an
-        abstract evaluation (`jax.eval_shape(f, state.params)`), or never read at all (`X =
-        sampler.sample(key)` with only `Y` used after): a local of a function, or a top-level
-        name of a notebook or a script no module imports (every reader is in view).
+        also with a batch axis added, `space.sample(key)[None]`; also when a project function
+        gives it only to an `init` or reads only its shape: `setup(model, key2, x)`), or a
+        value read only by an abstract evaluation (`jax.eval_shape(f, state.params)`), or
+        never read at all (`X = sampler.sample(key)` with only `Y` used after): a local of a
+        function, or a top-level name of a notebook or a script no module imports (every
+        reader is in view). The same call made twice, one result named a target
+        (`params = net.init(key, x)`, `target_params = net.init(key, x)`) makes an RL target
+        network an exact copy of the online one on purpose: not paired.
         An object's method is judged by its class, of this module or of the project, when
         every binding of the object is a call of that class (`self.act = Sigmoid()` in
         `__init__`, then `self.act(x, rng_key=key)` runs `Sigmoid.__call__`). A function of
@@ -1717,6 +1762,9 @@ class KeyReuse(_KeyRule):
         # a dummy input handed to a helper that runs the model on it: its numbers are used
         "import jax\ndef fit(model, key, x):\n    return model.apply(model.init(key, x), x)\n"
         "def train(model, k1, k2):\n    x = jax.random.normal(k1, (4, 3))\n    return fit(model, k2, x), jax.random.normal(k1)\n",
+        # a target network made from other inputs than the online one: not a copy
+        "import jax\ndef make(net, x, y):\n    key = jax.random.key(0)\n    params = net.init(key, x)\n"
+        "    target_params = net.init(key, y)\n    return params, target_params\n",
         # a dummy input whose numbers a comprehension reads
         "import jax\ndef train(model, k1, k2):\n    x = jax.random.normal(k1, (4, 3))\n    params = model.init(k2, x)\n"
         "    rows = [float(v) for v in x[0]]\n    return params, rows, jax.random.normal(k1)\n",
@@ -1726,6 +1774,9 @@ class KeyReuse(_KeyRule):
         # shapes): the numbers drawn for it correlate with nothing
         "import jax\ndef setup(model, key, x):\n    return model.init(key, x)\n"
         "def train(model, k1, k2):\n    x = jax.random.normal(k1, (4, 3))\n    return setup(model, k2, x), jax.random.normal(k1)\n",
+        # a target network initialised as an exact copy of the online one, on purpose
+        "import jax\ndef make(net, x):\n    key = jax.random.key(0)\n    params = net.init(key, x)\n"
+        "    target_params = net.init(key, x)\n    return params, target_params\n",
         # ... given only to the init; a comprehension's own `x` is another variable
         "import jax\ndef train(model, k1, k2, losses):\n    x = jax.random.normal(k1, (4, 3))\n    params = model.init(k2, x)\n"
         "    losses = [float(x) for x in losses]\n    return params, losses, jax.random.normal(k1)\n",

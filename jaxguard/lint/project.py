@@ -245,7 +245,7 @@ class ProjectIndex:
         """`modules`: path -> (module name, is package, summary); `root`: the project's folder."""
         self.root = root
         self.modules = modules  # as given (`with_module` rebuilds from them)
-        modules, self._renames = _separate_namesakes(modules)
+        modules, self._renames = _separate_namesakes(modules, str(root) if root is not None else "")
         self.paths = {path: (name, package) for path, (name, package, _) in modules.items()}
         self.summaries: dict[str, dict] = {}
         self.test_modules: set[str] = set()
@@ -739,14 +739,15 @@ class ProjectIndex:
         )
 
 
-def _separate_namesakes(modules: dict[str, tuple[str, bool, dict]]) -> tuple[dict, dict[str, dict[str, str]]]:
+def _separate_namesakes(modules: dict[str, tuple[str, bool, dict]], root: str) -> tuple[dict, dict[str, dict[str, str]]]:
     """Top-level modules of one name in several folders (a `data.py` beside each experiment's
     scripts) are different modules: each folder's gets its own name in the index (`data@0`,
     `data@1`, and `data@0.sub` below a package), and each module's summary names the one
-    Python imports for it, from its own folder (a script's folder comes first on sys.path).
-    A module with none in its folder imports one of them, not known which: `data@?`, which
-    resolves to nothing. Returns the modules so renamed, and path -> {name: its name in the
-    index} for the modules that refer to such names."""
+    Python imports for it, from its own folder (a script's folder comes first on sys.path),
+    else from the project's `root` (where the project is run or installed from). A module
+    with neither imports one of them, not known which: `data@?`, which resolves to nothing.
+    Returns the modules so renamed, and path -> {name: its name in the index} for the
+    modules that refer to such names."""
     folders: dict[str, dict[str, str]] = {}  # head -> {search folder: name in the index}
     searched = {}
     for path, (name, is_package, _) in sorted(modules.items()):
@@ -763,7 +764,7 @@ def _separate_namesakes(modules: dict[str, tuple[str, bool, dict]]) -> tuple[dic
             holders[folder] = f"{head}@{number}"
     renamed, renames = {}, {}
     for path, (name, is_package, summary) in modules.items():
-        names = {head: holders.get(searched[path], f"{head}@?") for head, holders in namesakes.items()}
+        names = {head: holders.get(searched[path]) or holders.get(root, f"{head}@?") for head, holders in namesakes.items()}
         renames[path] = names
         renamed[path] = (_renamed(name, names, whole=True), is_package, _renamed(summary, names))
     return renamed, renames
