@@ -391,6 +391,26 @@ def test_a_module_that_calls_a_project_x64_guard_is_aware(tmp_path):
     assert ("pkg/other.py", "JG903") in reported
 
 
+def test_a_decorator_that_scopes_x64_around_each_call_makes_its_users_aware(tmp_path):
+    # phasespace: `@with_float64` runs each call under `with jax.enable_x64():`; the helpers
+    # only the decorated functions call run with x64 on too
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/precision.py": (
+            "import functools\nimport jax\ndef with_float64(func):\n    @functools.wraps(func)\n"
+            "    def wrapper(*args, **kwargs):\n        with jax.enable_x64():\n            return func(*args, **kwargs)\n"
+            "    return wrapper\n"
+        ),
+        "pkg/kin.py": "import jax.numpy as jnp\ndef boost(x):\n    return jnp.asarray(x, jnp.float64) * 2\n",
+        "pkg/core.py": (
+            "import jax.numpy as jnp\nfrom pkg.precision import with_float64\nfrom pkg.kin import boost\n"
+            "@with_float64\ndef generate(x):\n    return jnp.asarray(x, jnp.float64) + boost(x)\n"
+        ),
+        "pkg/other.py": X64_MODULE,
+    })
+    assert sorted(found(root, "pkg")) == [("pkg/other.py", "JG903")]
+
+
 @pytest.mark.parametrize("switch", [
     "def main():\n    import jax\n    jax.config.update('jax_enable_x64', True)\n",
     # the context manager a converter traces user code under

@@ -562,13 +562,14 @@ class X64DtypeWithoutX64(Rule):
         and when importing the module enables it: its package's `__init__` or a project module
         it imports (directly or through others) turns x64 on at import, or refuses to import
         (or warns) without it; a module that calls a project function that turns x64 on, or
-        refuses (or warns) to run without it (`require_x64("lyap")`); an entry point that enables x64 and then imports the module;
+        refuses (or warns) to run without it (`require_x64("lyap")`), or decorates its functions
+        with one that runs each call under `jax.enable_x64()` (`@with_float64`); an entry point that enables x64 and then imports the module;
         a package `__init__` that imports all its submodules when one of them enables it;
         a package where a library module (one its other modules import: a solver) enables it
         at import, or a function switches it on, so whether it is on depends on what the user
         loaded first (a workflow script nothing imports does not count);
         and in a function whose every project caller runs with x64 on (a helper called only
-        from modules that enable it).
+        from modules that enable it, or from functions such a decorator wraps).
 
         Off in test files unless selected by its code: tests request 64-bit types on purpose,
         to probe what JAX gives (`assertIn(str(y.dtype), ["float32", "float64"])`). Judged in

@@ -450,6 +450,12 @@ class ProjectIndex:
                         callers.setdefault(target, set()).add((module, name))
         return callers
 
+    def _x64_decorated(self, place: tuple[str, str]) -> bool:
+        """A decorator of the function turns x64 on around each call (`@with_float64`), or
+        refuses to run without it."""
+        decorators = self._function(place).get("decorators", ())
+        return any((target := self.resolve(name)) is not None and self._function(target).get("x64_guard") for name in decorators)
+
     @cached_property
     def _x64_functions(self) -> dict[str, set[str]]:
         """module -> its functions that run with x64 on though their module does not enable
@@ -458,7 +464,7 @@ class ProjectIndex:
         verdicts: dict[tuple[str, str], bool] = {}
 
         def runs_with_x64(place: tuple[str, str | None], seen: frozenset) -> bool:
-            if self.x64_source(place[0]) is not None:
+            if self.x64_source(place[0]) is not None or (place[1] is not None and self._x64_decorated(place)):
                 return True
             if place[1] is None or place in seen:
                 return False
@@ -685,7 +691,8 @@ class ProjectIndex:
         callees, guards = [], []
         seen = set()
         methods = set()
-        called = [info["calls"] for info in summary["functions"].values()] + [summary.get("module_calls", [])]
+        called = [[*info["calls"], *info.get("decorators", ())] for info in summary["functions"].values()]
+        called.append(summary.get("module_calls", []))
         for info in summary["functions"].values():
             methods.update(info["method_calls"])
         for names in called:

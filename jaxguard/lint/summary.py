@@ -38,7 +38,7 @@ from jaxguard.lint.jaxapi import (
     names_abstract_trace,
 )
 
-VERSION = 13  # of the summary format (part of its cache key)
+VERSION = 14  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -551,6 +551,10 @@ class _Summariser:
             "memoized": any(self.qualify(d.func if isinstance(d, ast.Call) else d) in MEMOIZERS for d in node.decorator_list),
             "classmethod": "classmethod" in decorators,  # called on the class, `cls` is bound
             "calls": sorted(calls),
+            # what its decorators name (`@with_float64`): each wraps every call of it
+            "decorators": sorted({
+                target for d in node.decorator_list if (target := self.qualify(d.func if isinstance(d, ast.Call) else d)) is not None
+            }),
             "method_calls": sorted(method_calls),
             "keys": {},
             # a `**kwargs` it never reads: a keyword it has no parameter for goes nowhere
@@ -561,7 +565,10 @@ class _Summariser:
             "shape_templates": _shape_templates(params, flat, assigned),
             # it turns x64 on, or refuses (or warns) to run without it: its callers' 64-bit
             # requests are not silently 32-bit
-            "x64_guard": any(self._enables_x64(n) for n in [*flat.calls, *flat.assignments]) or any(_checks_x64(n) for n in flat.nodes),
+            "x64_guard": (
+                any(self._enables_x64(n) or _scoped_x64(n) for n in [*flat.calls, *flat.assignments])
+                or any(_checks_x64(n) for n in flat.nodes)
+            ),
         }
         loads: dict[str, list[ast.Name]] = {}
         for inner in flat.names:
@@ -913,6 +920,15 @@ def _static_spec(call: ast.Call | None) -> list:
             value = _constant_seq(kw.value)
             names = [v for v in value if isinstance(v, str)]
     return [nums, names]
+
+
+def _scoped_x64(node: ast.AST) -> bool:
+    """`jax.enable_x64()` (`jax.experimental.enable_x64()`): x64 on for what runs inside it
+    (a decorator that wraps each call of the function it decorates: phasespace's `with_float64`)."""
+    return (
+        isinstance(node, ast.Call) and (_dotted(node.func) or "").rpartition(".")[2] == "enable_x64"
+        and (not node.args or _constant(node.args[0]) is True)
+    )
 
 
 def _literal_collection(node) -> bool:
