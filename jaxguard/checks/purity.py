@@ -19,6 +19,7 @@ from jaxguard.lint.facts import (
     node_name,
     positional,
     target_name_nodes,
+    set_attribute_tested,
     unset_attribute_tested,
 )
 from jaxguard.lint.jaxapi import TREE_MAPS
@@ -469,7 +470,8 @@ class TracedReadsMutableGlobal(Rule):
         reads the current value, a def run again traces afresh, a library object handed the
         function is unknown; a loop that binds an equal value on each pass changes nothing,
         and a binding after `break` never happens); a name bound again to the same expression of
-        values that do not change (an equal value); a lazily made value (set under `if X is None:`, or after a
+        values that do not change (an equal value); a lazily made value (set under `if X is None:`
+        or `if not X and ...:`, in the `else` of `if self.x is not None:`, or after a
         guard that returns it once set: `if _tried: return _cache`, or set beside the guarded
         name in the block that sets it) that nothing else resets,
         a name a function sets only to what imports and constants give alike on every call
@@ -519,6 +521,9 @@ class TracedReadsMutableGlobal(Rule):
     """
     invalid = (
         "import jax\ng = 0.\ndef f(x):\n    return x + g\nprint(jax.jit(f)(4.))\ng = 10.\n",
+        # a flag set where it may already be set, read into the computation
+        "import jax\n_warned = False\ndef warn_if_wide(n):\n    global _warned\n    if _warned or n > 5:\n"
+        "        _warned = True\n@jax.jit\ndef f(x):\n    warn_if_wide(x.shape[0])\n    return x if _warned else -x\n",
         "import jax\ncount = 0\n@jax.jit\ndef f(x):\n    return x + count\ndef bump():\n    global count\n    count = count + 1\n",
         "import jax\nlr = 0.1\n@jax.jit\ndef f(x):\n    return x * lr\ny = f(1.0)\nlr *= 0.5\n",
         # the same lambda kept and called again: compiled once, with the first value
@@ -667,6 +672,13 @@ class TracedReadsMutableGlobal(Rule):
         # a one-time warning: the guard returns whenever the flag is set, and nothing resets it
         "import jax\n_WARNED = False\ndef warn_big(n):\n    global _WARNED\n    if _WARNED or n < 10:\n        return\n"
         "    _WARNED = True\n    print('big')\n@jax.jit\ndef f(x):\n    warn_big(x.shape[0])\n    return x\n",
+        # ... set in the body that only runs while the flag is unset (one term of an `and`)
+        "import jax\n_warned = False\ndef warn_if_wide(n):\n    global _warned\n    if not _warned and n > 5:\n"
+        "        print('wide')\n        _warned = True\n@jax.jit\ndef f(x):\n    warn_if_wide(x.shape[0])\n    return x\n",
+        # a cache the jitted method fills in the `else` of `is not None`, and keeps
+        "import jax\nfrom functools import partial\nclass Basis:\n    def __init__(self):\n        self._cached = None\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def shape_of(self, x):\n        if self._cached is not None:\n"
+        "            pass\n        else:\n            self._cached = x.shape\n        return self._cached\n",
         # an attribute the jitted method makes lazily on first use and keeps: set once, in the first trace
         "import jax\nfrom functools import partial\nclass Model:\n    def __init__(self):\n        self._first = None\n"
         "    @partial(jax.jit, static_argnums=0)\n    def run(self, x):\n        if self._first is None:\n"
@@ -740,12 +752,19 @@ class TracedReadsMutableGlobal(Rule):
 
 
 def _made_lazily(method: FunctionInfo) -> set[cst.Attribute]:
-    """The `self.attr` stores of a method in the body of `if self.attr is None:`."""
+    """The `self.attr` stores of a method in the body of `if self.attr is None:` (or in the
+    `else` of `if self.attr is not None:`)."""
     receiver = method.params[0]
     lazy: set[cst.Attribute] = set()
     for node in descendants(method.node):
-        if isinstance(node, cst.If) and (tested := unset_attribute_tested(node.test)) is not None:
-            lazy.update(t for t in attribute_stores(node.body, {receiver}) if f"{receiver}.{t.attr.value}" == tested)
+        if not isinstance(node, cst.If):
+            continue
+        for tested, branch in (
+            (unset_attribute_tested(node.test), node.body),
+            (set_attribute_tested(node.test), node.orelse if isinstance(node.orelse, cst.Else) else None),
+        ):
+            if tested is not None and branch is not None:
+                lazy.update(t for t in attribute_stores(branch, {receiver}) if f"{receiver}.{t.attr.value}" == tested)
     return lazy
 
 

@@ -494,7 +494,10 @@ def _negated_name(test: cst.BaseExpression) -> str | None:
 
 
 def _unset_subject(test: cst.BaseExpression) -> cst.BaseExpression | None:
-    """`x` for a test `x is None` or `not x` (the value is not there yet)."""
+    """`x` for a test `x is None` or `not x` (the value is not there yet), also as one term
+    of an `and` (`if not _warned and digits > 5:`: the body still runs only while unset)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _unset_subject(test.left) or _unset_subject(test.right)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return test.expression
     return _none_compared(test, cst.Is)
@@ -509,6 +512,13 @@ def _unset_tested(test: cst.BaseExpression) -> str | None:
 def unset_attribute_tested(test: cst.BaseExpression) -> str | None:
     """`obj.attr` for a test `obj.attr is None` or `not obj.attr` (a lazily made attribute)."""
     subject = _unset_subject(test)
+    return dotted_name(subject) if isinstance(subject, cst.Attribute) else None
+
+
+def set_attribute_tested(test: cst.BaseExpression) -> str | None:
+    """`obj.attr` for a test `obj.attr is not None` or `obj.attr` (the value is there: its
+    `else` branch makes it)."""
+    subject = test if isinstance(test, cst.Attribute) else _none_compared(test, cst.IsNot)
     return dotted_name(subject) if isinstance(subject, cst.Attribute) else None
 
 
