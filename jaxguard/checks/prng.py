@@ -461,8 +461,10 @@ class KeyFlow:
             key = self._key_id(arg, known_only=False) if arg is not None else None
             if key is not None and key.split("[")[0] not in shadowed:
                 split = name == "jax.random.split"
-                if split and self._split_unread(call):
-                    return  # `_, sub = split(key)` and neither is read: nothing is drawn
+                if split and (self._split_unread(call) or self._only_shape_used(call, drawn=True)):
+                    # `_, sub = split(key)` and neither is read, or read only by an abstract
+                    # evaluation (`jax.jit(step).lower(keys, ...)`): nothing is drawn
+                    return
                 self._consume(
                     key, call, name, split, state, maybe=not split and self._only_shape_used(call, drawn=True),
                     reorders=_is_reordering(name),
@@ -1869,8 +1871,9 @@ class KeyUsedAfterSplit(_KeyRule):
         and a key both folded with a literal index and split into more keys than that index:
         under JAX's default (partitionable) threefry, `fold_in(key, i)` is the same key as
         `split(key, n)[i]` for `i < n` (verified on jax 0.10.2), so the two hand out identical
-        numbers. A split assigned to names never read (`_, sub = split(key)` left over) draws
-        nothing and is no use of the key.
+        numbers. A split assigned to names never read (`_, sub = split(key)` left over), or
+        read only by an abstract evaluation (`jax.jit(step).lower(keys, ...)`, `eval_shape`),
+        draws nothing and is no use of the key.
     """
     why = """
         `split(key)` consumes `key`: the new keys are derived from it, and drawing from the old
@@ -1903,8 +1906,14 @@ class KeyUsedAfterSplit(_KeyRule):
         # key 0 of any split of a key is one key (threefry): both get it
         "import jax\ndef f(seed, n):\n    seeds = jax.random.split(seed, n)\n    seed = jax.random.split(seed)[0]\n    return seeds, seed\n",
         "import jax\ndef f(seed):\n    a = jax.random.split(seed)[1]\n    b = jax.random.split(seed, 3)[1]\n    return a, b\n",
+        # the keys of a second split run the step for real
+        "import jax\ndef hlo(step, key, state):\n    states = jax.vmap(step)(jax.random.split(key, 4), state)\n"
+        "    keys = jax.random.split(key, 4)\n    return jax.jit(jax.vmap(step))(keys, states)\n",
     )
     valid = (
+        # the keys of a second split only lowered, to read the compiled program: nothing drawn
+        "import jax\ndef hlo(step, key, state):\n    states = jax.vmap(step)(jax.random.split(key, 4), state)\n"
+        "    keys = jax.random.split(key, 4)\n    return jax.jit(jax.vmap(step)).lower(keys, states).as_text()\n",
         "import jax\nkey = jax.random.key(0)\nkey, sub = jax.random.split(key)\nx = jax.random.normal(key, (2,))\n",
         "import jax\nkey = jax.random.key(0)\nkey, *subkeys = jax.random.split(key, 4)\nfor subkey in subkeys:\n    print(jax.random.normal(subkey, shape=(1,)))\n",
         # a fold index the split does not reach, and one that is not a literal
