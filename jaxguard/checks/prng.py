@@ -587,9 +587,12 @@ class KeyFlow:
         ):
             name = small.targets[0].target.value
             body = owner.node.body if owner.kind == "function" else owner.node
-            # bound once here (a comprehension's own `x` is another variable)
+            # bound once here (a comprehension's own `x` is another variable), or never read
+            # anywhere in the module (a scratch script's `X_demo = normal(key, ...)`, twice)
             bindings = len(self.scope.values.get(name, ())) - _comprehension_bindings(body, name)
-            return bindings == 1 and name in self._read_only_for_shape_here(owner, drawn)
+            if bindings != 1 and name in self._loaded_names():
+                return False
+            return name in self._read_only_for_shape_here(owner, drawn)
         return False
 
     def _batched(self, value: cst.BaseExpression, call: cst.Call) -> bool:
@@ -610,6 +613,13 @@ class KeyFlow:
                 body = body.value
             return params == [getattr(body, "value", None)] and self._batched(value.args[1].value, call)
         return False
+
+    def _loaded_names(self) -> set[str]:
+        """Every name the module reads somewhere; once per module."""
+        derived = self.facts.derived
+        if "loaded-names" not in derived:
+            derived["loaded-names"] = {name.value for name in self.facts.loads}
+        return derived["loaded-names"]
 
     def _read_only_for_shape_here(self, owner: Scope, drawn: bool) -> set[str]:
         """The names a function's scope (or a program's module scope) binds and reads only
@@ -1688,9 +1698,9 @@ class KeyReuse(_KeyRule):
         also with a batch axis added, `space.sample(key)[None]`; also when a project function
         gives it only to an `init` or reads only its shape: `setup(model, key2, x)`), or a
         value read only by an abstract evaluation (`jax.eval_shape(f, state.params)`), or
-        never read at all (`X = sampler.sample(key)` with only `Y` used after): a local of a
-        function, or a top-level name of a notebook or a script no module imports (every
-        reader is in view). The same call made twice, one result named a target
+        never read at all (`X = sampler.sample(key)` with only `Y` used after; also a name
+        bound twice that nothing reads): a local of a function, or a top-level name of a
+        notebook or a script no module imports (every reader is in view). The same call made twice, one result named a target
         (`params = net.init(key, x)`, `target_params = net.init(key, x)`) makes an RL target
         network an exact copy of the online one on purpose: not paired.
         An object's method is judged by its class, of this module or of the project, when
@@ -1767,6 +1777,8 @@ class KeyReuse(_KeyRule):
         # a target network made from other inputs than the online one: not a copy
         "import jax\ndef make(net, x, y):\n    key = jax.random.key(0)\n    params = net.init(key, x)\n"
         "    target_params = net.init(key, y)\n    return params, target_params\n",
+        # a demo input drawn twice from one key, then read
+        "import jax\ndef demo(key):\n    X = jax.random.normal(key, (3,))\n    X = jax.random.normal(key, (4,))\n    return X\n",
         # a dummy input whose numbers a comprehension reads
         "import jax\ndef train(model, k1, k2):\n    x = jax.random.normal(k1, (4, 3))\n    params = model.init(k2, x)\n"
         "    rows = [float(v) for v in x[0]]\n    return params, rows, jax.random.normal(k1)\n",
@@ -1779,6 +1791,9 @@ class KeyReuse(_KeyRule):
         # a target network initialised as an exact copy of the online one, on purpose
         "import jax\ndef make(net, x):\n    key = jax.random.key(0)\n    params = net.init(key, x)\n"
         "    target_params = net.init(key, x)\n    return params, target_params\n",
+        # ... and never read (its uses commented out): dead draws correlate with nothing
+        "import jax\ndef demo(key):\n    X = jax.random.normal(key, (3,))\n    # print(X)\n    X = jax.random.normal(key, (4,))\n"
+        "    return jax.random.uniform(key)\n",
         # ... given only to the init; a comprehension's own `x` is another variable
         "import jax\ndef train(model, k1, k2, losses):\n    x = jax.random.normal(k1, (4, 3))\n    params = model.init(k2, x)\n"
         "    losses = [float(x) for x in losses]\n    return params, losses, jax.random.normal(k1)\n",
