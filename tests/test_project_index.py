@@ -168,6 +168,26 @@ def test_a_loop_over_a_constant_list_imported_from_another_module_is_a_sweep(tmp
     assert check(root, ".") == [("walk.py", 4, "JG109")]
 
 
+def test_a_helper_of_another_module_that_only_reorders_with_the_key_reorders_paired_data_alike(tmp_path):
+    # CrystalFormer's DPO: `shuffle(subkey, chosen)` and `shuffle(subkey, rejected)` must keep
+    # the pairs aligned; one key on purpose
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": (
+            "import jax\nimport jax.numpy as jnp\ndef shuffle(key, data):\n"
+            "    idx = jax.random.permutation(key, jnp.arange(len(data)))\n    return data[idx]\n"
+            "def jitter(key, data):\n    return data + jax.random.normal(key, data.shape)\n"
+        ),
+        "pkg/train.py": (
+            "import jax\nfrom pkg.utils import shuffle, jitter\n"
+            "def pairs(key, chosen, rejected):\n    return shuffle(key, chosen), shuffle(key, rejected)\n"
+            "def noisy(key, a, b):\n    return jitter(key, a), jitter(key, b)\n"
+            "def mixed(key, a):\n    return shuffle(key, a), jax.random.normal(key)\n"
+        ),
+    })
+    assert check(root, "pkg") == [("pkg/train.py", 6, "JG601"), ("pkg/train.py", 8, "JG601")]
+
+
 def test_a_dict_of_arguments_spread_into_a_transformed_call_is_followed_no_further(tmp_path):
     # ithaca's saliency maps: `jax.grad(loss, (1, 2))(..., rng=rng, **loss_kwargs)`; the
     # summary of `loss_kwargs` (which parameters get its items is not known) crashed the run

@@ -42,6 +42,7 @@ from jaxguard.lint.jaxapi import (
     KEY_PARAM,
     LAX_CARRIES,
     NOT_CONSUMING,
+    REORDERINGS,
     SHAPE_ATTRIBUTES,
     TREE_MAPS,
 )
@@ -534,7 +535,9 @@ class KeyFlow:
                 (haiku_apply and arg.keyword is None and not inside) or id(node) in side_streams
                 or _apply_signature_key(call, node) or how == MAYBE or verdict == MAYBE or self._only_shape_used(call, drawn=_samples(call) and not call_tail(call.func).startswith("init"))
             )
-            reorders = param is not None and how is not None and _only_reorders(self.facts, callee, param)
+            reorders = (param is not None and how is not None and _only_reorders(self.facts, callee, param)) or (
+                callee is None and _project_only_reorders(self.facts, project_name or name, call, arg)
+            )
             self._consume(key, node, consumer, False, state, maybe, possible=not proven, reorders=reorders)
 
     def _carried_use(self, call: cst.Call, loop: str, arg: cst.Arg, node) -> str | None:
@@ -686,7 +689,7 @@ class KeyFlow:
         """`jax.tree.map(lambda p: p + normal(key, p.shape), params)`: the lambda runs once per
         leaf and draws from a key it does not receive: every leaf gets the same numbers."""
         for key, drawn, inner in self._lambda_draws(function):
-            if drawn.rsplit(".", 1)[-1] in (*_REORDERINGS, "choice"):
+            if drawn.rsplit(".", 1)[-1] in (*REORDERINGS, "choice"):
                 continue  # one selection for every leaf keeps the leaves' rows aligned (one individual)
             if key.split("[")[0] in shadowed:
                 continue
@@ -1343,8 +1346,16 @@ def _only_reorders(facts: ModuleFacts, info, param: str) -> bool:
     return bool(uses) and all(id(n) in reordering or id(n) in looked for n in uses) and any(id(n) in reordering for n in uses)
 
 
+def _project_only_reorders(facts: ModuleFacts, qualified: str | None, call: cst.Call, arg: cst.Arg) -> bool:
+    """A function of another project module uses the key `arg` gives it only to reorder
+    (`shuffle(key, data)` doing `permutation(key, len(data))`; the project index)."""
+    project = facts.project
+    entry = project.callee(qualified) if project is not None else None
+    return entry is not None and entry.param_for(call.args, arg) in entry.reorders
+
+
 def _is_reordering(name: str | None) -> bool:
-    return name is not None and name.startswith("jax.random.") and name.rsplit(".", 1)[-1] in _REORDERINGS
+    return name is not None and name.startswith("jax.random.") and name.rsplit(".", 1)[-1] in REORDERINGS
 
 
 def project_key_verdict(facts: ModuleFacts, qualified: str | None, call: cst.Call, arg: cst.Arg) -> str | None:
@@ -1555,9 +1566,6 @@ def _key_argument(call: cst.Call) -> cst.BaseExpression | None:
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 # samplers that, given one key for several arrays of one length, reorder them alike: paired
 # data stays aligned, on purpose
-_REORDERINGS = ("permutation", "shuffle")
-
-
 class _CallCollector(Visitor):
     """Calls inner before outer, left to right, with the names comprehensions rebind there.
     A conditional expression is one item, not entered: only one of its arms runs."""
@@ -1709,7 +1717,8 @@ class KeyReuse(_KeyRule):
         the module that only hands its key to code the linter cannot read (another library)
         is a possible draw, as a function of another project module is: paired only with a
         proven draw, never with another possible one. Two reorderings
-        (`permutation`, `shuffle`, or callees of the module that only reorder with the key)
+        (`permutation`, `shuffle`, or callees of the module or of the project that only reorder
+        with the key)
         are not paired: one key permutes paired arrays alike, on purpose. Draws under tests
         that cannot both hold (`if name == "moons":` and `if name == "grfs":`, with `name`
         a parameter the body never rebinds, or a local bound once) are not on one path.

@@ -27,6 +27,10 @@ TRACING_TRANSFORMS: dict[str, tuple[str | None, str | None]] = {
     "flax.nnx.remat": (None, None),
 }
 
+# jax.random functions that only reorder what they are given: one key reorders paired
+# arrays alike, on purpose.
+REORDERINGS = ("permutation", "shuffle")
+
 # Attributes of an array that say its form, not its numbers: a value read only through them
 # is a shape template (numbers drawn for it correlate with nothing).
 SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})

@@ -67,6 +67,7 @@ class Callee(NamedTuple):
     handed_back: tuple
     swallows: bool = False  # a `**kwargs` it never reads takes the keywords it has no parameter for
     shape_templates: tuple[str, ...] = ()  # parameters it reads only for their shape (summary)
+    reorders: tuple[str, ...] = ()  # key parameters it draws from only to reorder (summary)
 
     def param_for(self, args, arg) -> str | None:
         """The parameter that `arg` (one of the call's `args`, libcst or otherwise: `.keyword`
@@ -718,7 +719,7 @@ class ProjectIndex:
                 callees.append(Callee(
                     as_named(name), tuple(callee["params"]), bound, verdicts, self.returns_static(target),
                     bool(callee.get("array")), handed_back, bool(callee.get("swallows")),
-                    tuple(callee.get("shape_templates", ())),
+                    tuple(callee.get("shape_templates", ())), tuple(callee.get("reorders", ())),
                 ))
         source = self.x64_source(module)
         building, called_later = self._method_callers

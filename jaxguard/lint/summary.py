@@ -32,13 +32,14 @@ from jaxguard.lint.jaxapi import (
     MEMOIZERS,
     METADATA_CALLS,
     NOT_CONSUMING,
+    REORDERINGS,
     SHAPE_ATTRIBUTES,
     TRACING_TRANSFORMS,
     is_host_callback,
     names_abstract_trace,
 )
 
-VERSION = 14  # of the summary format (part of its cache key)
+VERSION = 15  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -579,9 +580,12 @@ class _Summariser:
             if param in not_keys:
                 continue  # `rng: Variable`: the author declared a type no key has
             # any parameter may receive a key from a caller; only what is not IGNORES is kept
-            verdict = _KeyUses(self, param, loads, flat, local, cls, self_name, objects).verdict()
+            uses = _KeyUses(self, param, loads, flat, local, cls, self_name, objects)
+            verdict = uses.verdict()
             if verdict != IGNORES:
                 info["keys"][param] = verdict
+            if uses.only_reorders():
+                info.setdefault("reorders", []).append(param)
         self.summary["functions"][qualname] = info
 
 
@@ -596,6 +600,7 @@ class _KeyUses:
         self.all_loads, self.flat = all_loads, flat
         parents = self.parents = flat.parents
         self.draws = False
+        self.reorders = True  # every draw so far only reorders (`permutation(key, n)`)
         self.unknown = False
         self.maybe = False
         self.passes: list[list] = []
@@ -606,6 +611,10 @@ class _KeyUses:
             return  # `rng._state = ...`: a generator object that keeps its own state, not a key
         for name in loads:
             self._use(name, parents)
+
+    def only_reorders(self) -> bool:
+        """It draws from the key only to reorder, and hands it nowhere else."""
+        return self.draws and self.reorders and not (self.unknown or self.passes or self.maybe)
 
     def verdict(self):
         if self.draws:
@@ -682,7 +691,9 @@ class _KeyUses:
             return  # `jax.eval_shape(init, key)`, `jax.jit(init).eval_shape(key)`: shapes only, nothing drawn
         if target is not None and target.startswith("jax.random."):
             if (position == 0 or keyword == "key") and target not in NOT_CONSUMING:
-                self.draws = self.draws or not (target == "jax.random.split" and self._results_unused(call))
+                drawn = not (target == "jax.random.split" and self._results_unused(call))
+                self.draws = self.draws or drawn
+                self.reorders = self.reorders and (not drawn or target.rsplit(".", 1)[-1] in REORDERINGS)
             return
         tail = target.rsplit(".", 1)[-1] if target else (call.func.attr if isinstance(call.func, ast.Attribute) else "")
         if (target or "").startswith(KEY_NEUTRAL_PREFIXES) or KEY_LOOKING.match(tail):
