@@ -470,7 +470,7 @@ class TracedReadsMutableGlobal(Rule):
         reads the current value, a def run again traces afresh, a library object handed the
         function is unknown; a loop that binds an equal value on each pass changes nothing,
         and a binding after `break` never happens); a name bound again to the same expression of
-        values that do not change (an equal value); a lazily made value (set under `if X is None:`
+        values that do not change (an equal value; unpacked from one too); a lazily made value (set under `if X is None:`
         or `if not X and ...:`, in the `else` of `if self.x is not None:`, or after a
         guard that returns it once set: `if _tried: return _cache`, or set beside the guarded
         name in the block that sets it) that nothing else resets,
@@ -528,6 +528,11 @@ class TracedReadsMutableGlobal(Rule):
         "import jax\nlr = 0.1\n@jax.jit\ndef f(x):\n    return x * lr\ny = f(1.0)\nlr *= 0.5\n",
         # the same lambda kept and called again: compiled once, with the first value
         "import jax\nbatch = 1.0\nf = jax.jit(lambda: batch * 2)\ny = f()\nbatch = 2.0\nz = f()\n",
+        # an optimizer rebuilt with another step size: a new value
+        "import jax\nfrom jax.example_libraries import optimizers\n"
+        "opt_init, opt_update, get_params = optimizers.adam(step_size=0.1)\n"
+        "@jax.jit\ndef step(i, g, state):\n    return opt_update(i, g, state)\ns = step(0, 1.0, opt_init(1.0))\n"
+        "opt_init, opt_update, get_params = optimizers.adam(step_size=0.01)\nt = step(1, 1.0, s)\n",
         # the same expression, but of a value that changes in between: a new value
         "import jax\nGRID = 64\nkeep = GRID * 3 // 4\n@jax.jit\ndef f(x):\n    return x[:keep]\ny = f(1.0)\n"
         "GRID = 32\nkeep = GRID * 3 // 4\nz = f(2.0)\n",
@@ -623,6 +628,11 @@ class TracedReadsMutableGlobal(Rule):
         # bound again to the same expression of constants: an equal value
         "import jax\nGRID = 64\nkeep = GRID * 3 // 4\n@jax.jit\ndef f(x):\n    return x[:keep]\ny = f(1.0)\n"
         "keep = GRID * 3 // 4\nz = f(2.0)\n",
+        # ... unpacked from the same call (an optimizer rebuilt with the same step size)
+        "import jax\nfrom jax.example_libraries import optimizers\nlr = 0.05\n"
+        "opt_init, opt_update, get_params = optimizers.adam(step_size=lr)\n"
+        "@jax.jit\ndef step(i, g, state):\n    return opt_update(i, g, state)\ns = step(0, 1.0, opt_init(1.0))\n"
+        "opt_init, opt_update, get_params = optimizers.adam(step_size=lr)\nt = step(1, 1.0, s)\n",
         # rebound before anything could call the function: it only ever sees the final value
         "import jax\nfrom collections import namedtuple\nParams = ['a', 'b']\n@jax.jit\ndef f(p):\n"
         "    return Params(*p)\nParams = namedtuple('Params', Params)\n",

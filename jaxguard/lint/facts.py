@@ -1102,9 +1102,10 @@ class ModuleFacts:
 
     def _bound_alike(self, name: str) -> bool:
         """Every module-level binding of `name` is the same expression of values that do not
-        change: each evaluates to an equal value."""
-        values = self.module_scope.values.get(name, [])
-        if not values or any(value is None for value in values):
+        change: each evaluates to an equal value (an unpacked one too: `opt_init, opt_update,
+        get_params = optimizers.adam(step_size=lr)` in two cells)."""
+        values = self.module_binding_sources.get(name, [])
+        if not values or len(values) != len(self.module_scope.values.get(name, [])) or any(value is None for value in values):
             return False
         texts = {self.module.code_for_node(value) for value in values}
         return len(texts) == 1 and self.built_from_constants(values[0], self.module_scope, exclude=name)
