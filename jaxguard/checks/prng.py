@@ -154,7 +154,7 @@ class KeyFlow:
         if key_param is not None:
             self.keys.add(key_param)
         self.statement: cst.CSTNode | None = None
-        self.preceding: cst.CSTNode | None = None  # the statement before `statement` in its block
+        self.earlier: list[cst.CSTNode] = []  # the statements before `statement` in its block
         self.cell = 0  # the notebook cell being walked
         self._walk(body, _State())
 
@@ -192,14 +192,13 @@ class KeyFlow:
 
     # statements ------------------------------------------------------------------
     def _walk(self, statements, state: _State) -> _State:
-        preceding = None
-        for statement in statements:
-            self.preceding = preceding
+        statements = list(statements)
+        for index, statement in enumerate(statements):
+            self.earlier = statements[:index]
             self.cell = self.cell + starts_cell(statement) if self.facts.is_notebook else 0
             state = self._statement(statement, state)
             if state is None:
                 return None  # type: ignore[return-value]
-            preceding = statement
         return state
 
     def _statement(self, statement, state: _State) -> _State | None:
@@ -757,17 +756,26 @@ class KeyFlow:
         )
 
     def _repeated_split(self, previous: Use, use: Use) -> bool:
-        """`a, b = split(key)` written twice in a row: the first results are dead."""
-        if not (previous.is_split and use.is_split and previous.statement is self.preceding):
-            return False
+        """`a, b = split(key)` written twice in one block, nothing between reading `a` or `b`:
+        the first results are dead."""
         first, second = previous.statement, use.statement
+        if not (previous.is_split and use.is_split and any(s is first for s in self.earlier)):
+            return False
         if not all(
             isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)
             for s in (first, second)
         ):
             return False
         code = cst.Module([]).code_for_node
-        return code(first.body[0]).strip() == code(second.body[0]).strip()  # type: ignore[union-attr]
+        if code(first.body[0]).strip() != code(second.body[0]).strip():  # type: ignore[union-attr]
+            return False
+        bound = {name for target in first.body[0].targets for name in names_in(target.target)}  # type: ignore[union-attr]
+        between = self.earlier[next(i for i, s in enumerate(self.earlier) if s is first) + 1:]
+        loads = self.facts.loads
+        return not any(
+            isinstance(node, cst.Name) and node.value in bound and node in loads
+            for statement in between for node in descendants(statement)
+        )
 
     def _is_haiku_apply(self, func: cst.BaseExpression, depth: int = 0) -> bool:
         """`f.apply`, in a module that imports Haiku, as called or through wrappers that take
@@ -1897,7 +1905,8 @@ class KeyUsedAfterSplit(_KeyRule):
         `split(key, n)[i]` for `i < n` (verified on jax 0.10.2), so the two hand out identical
         numbers. A split assigned to names never read (`_, sub = split(key)` left over), or
         read only by an abstract evaluation (`jax.jit(step).lower(keys, ...)`, `eval_shape`),
-        draws nothing and is no use of the key.
+        draws nothing and is no use of the key; nor is the first of two identical splits in
+        one block whose results nothing reads before the second rebinds them.
     """
     why = """
         `split(key)` consumes `key`: the new keys are derived from it, and drawing from the old
@@ -1930,6 +1939,9 @@ class KeyUsedAfterSplit(_KeyRule):
         # key 0 of any split of a key is one key (threefry): both get it
         "import jax\ndef f(seed, n):\n    seeds = jax.random.split(seed, n)\n    seed = jax.random.split(seed)[0]\n    return seeds, seed\n",
         "import jax\ndef f(seed):\n    a = jax.random.split(seed)[1]\n    b = jax.random.split(seed, 3)[1]\n    return a, b\n",
+        # the same split written twice, its first keys read between: both splits hand them out
+        "import jax\ndef adapt(rng_key):\n    part1, part2 = jax.random.split(rng_key, 2)\n    x = jax.random.normal(part1)\n"
+        "    part1, part2 = jax.random.split(rng_key, 2)\n    return x, jax.random.normal(part1)\n",
         # the keys of a second split run the step for real
         "import jax\ndef hlo(step, key, state):\n    states = jax.vmap(step)(jax.random.split(key, 4), state)\n"
         "    keys = jax.random.split(key, 4)\n    return jax.jit(jax.vmap(step))(keys, states)\n",
@@ -1949,6 +1961,9 @@ class KeyUsedAfterSplit(_KeyRule):
         # the same split line written twice: the first results are rebound unused
         "import jax\ndef output(rng_key):\n    policy_rng, value_rng = jax.random.split(rng_key, 2)\n"
         "    policy_rng, value_rng = jax.random.split(rng_key, 2)\n    return policy_rng, value_rng\n",
+        # ... with other code between that does not read them
+        "import jax\ndef adapt(rng_key, dim):\n    part1, part2 = jax.random.split(rng_key, 2)\n    scale = dim ** 0.5\n"
+        "    part1, part2 = jax.random.split(rng_key, 2)\n    return part1, part2, scale\n",
         # the split computed again, each time for another of its keys: distinct keys
         "import jax\ndef f(seed, n):\n    seeds_h = jax.random.split(jax.random.split(seed)[0], n)\n"
         "    seeds_v = jax.random.split(jax.random.split(seed)[1], n)\n    return seeds_h, seeds_v\n",
