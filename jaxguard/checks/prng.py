@@ -644,8 +644,11 @@ class KeyFlow:
         if callee is not None:
             if isinstance(callee.node, cst.Lambda):
                 return []
-            held = _read_only_for_shape(set(callee.params), callee.node.body, init_inputs=True)
-            held -= assigned_names(callee.node.body)
+            known = self.facts.derived.setdefault("shape-template-params", {})
+            if callee.node not in known:  # once per function: its every call site asks
+                body = callee.node.body
+                known[callee.node] = _read_only_for_shape(set(callee.params), body, init_inputs=True) - assigned_names(body)
+            held = known[callee.node]
             return [arg for arg in call.args if _receiving_param(self.facts, callee, call, arg) in held]
         project = self.facts.project
         entry = project.callee(self.facts.qualname(call.func, scope)) if project is not None else None
