@@ -1360,9 +1360,17 @@ def _only_reorders(facts: ModuleFacts, info, param: str) -> bool:
 def _project_only_reorders(facts: ModuleFacts, qualified: str | None, call: cst.Call, arg: cst.Arg) -> bool:
     """A function of another project module uses the key `arg` gives it only to reorder
     (`shuffle(key, data)` doing `permutation(key, len(data))`; the project index)."""
+    entry, param = _project_param(facts, qualified, call, arg)
+    return param is not None and param in entry.reorders
+
+
+def _project_param(facts: ModuleFacts, qualified: str | None, call: cst.Call, arg: cst.Arg):
+    """(the project function of another module `qualified` names, the parameter `arg` of
+    `call` binds in it); (None, None) if it is not one, the parameter None if not known."""
     project = facts.project
     entry = project.callee(qualified) if project is not None else None
-    return entry is not None and entry.param_for(call.args, arg) in entry.reorders
+    # a method is reached by its class: `Cls.m(obj, key)` passes `self`, a classmethod binds `cls`
+    return entry, entry.param_for(call.args, arg) if entry is not None else None
 
 
 def _is_reordering(name: str | None) -> bool:
@@ -1372,11 +1380,8 @@ def _is_reordering(name: str | None) -> bool:
 def project_key_verdict(facts: ModuleFacts, qualified: str | None, call: cst.Call, arg: cst.Arg) -> str | None:
     """What a function of another project module does with the key `arg` gives it (DRAWS,
     IGNORES, UNKNOWN; see jaxguard.lint.project), None if the callee is not a project function."""
-    project = facts.project
-    entry = project.callee(qualified) if project is not None else None
-    # a method is reached by its class: `Cls.m(obj, key)` passes `self`, a classmethod binds `cls`
-    param = entry.param_for(call.args, arg) if entry is not None else None
-    return project.key_verdict(qualified, param) if param is not None else None
+    _, param = _project_param(facts, qualified, call, arg)
+    return facts.project.key_verdict(qualified, param) if param is not None else None
 
 
 def _apply_signature_key(call: cst.Call, node) -> bool:

@@ -15,6 +15,7 @@ and whether its result is a static Python value (a count, a shape, a flag).
 from __future__ import annotations
 
 import ast
+import collections
 import traceback
 import warnings
 
@@ -309,21 +310,20 @@ class _Summariser:
         for node in at_import_code:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 self._alias(node.targets[0].id, node.value)
+        # how many times each name is bound at import
+        bindings = collections.Counter(
+            target.id for node in at_import_code if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)
+        )
         # names bound at import to something that is not an alias (`jit = lambda f: f` in the
         # numpy branch of `if use_jax: from jax import jit`): what they stand for is not known
-        summary["unaliased"] = sorted({
-            target.id for node in at_import_code if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-            if isinstance(target, ast.Name) and target.id not in summary["aliases"]
-        })
+        summary["unaliased"] = sorted(name for name in bindings if name not in summary["aliases"])
         # names bound once at import to a collection of literals (`DATASETS = ["a", "b"]`): a
         # loop over one, imported elsewhere, is a sweep over constant configurations
-        bindings = [target.id for node in at_import_code if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-                    for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)]
         summary["constant_collections"] = sorted(
             node.targets[0].id for node in at_import_code
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-            and bindings.count(node.targets[0].id) == 1 and _literal_collection(node.value)
+            and bindings[node.targets[0].id] == 1 and _literal_collection(node.value)
         )
         fields: set[str] = set()  # every annotated class field: a static field's name may be reused
         for node in tree.body:
@@ -563,7 +563,6 @@ class _Summariser:
             "static": _StaticResult(self, node, flat, local, cls, self_name, assigned).result(),
             "array": _ArrayResult(self, params, flat, local, cls, self_name, assigned).result(),
             "returns": _returned_params(flat, params),
-            "shape_templates": _shape_templates(params, flat, assigned),
             # it turns x64 on, or refuses (or warns) to run without it: its callers' 64-bit
             # requests are not silently 32-bit
             "x64_guard": (
@@ -575,6 +574,7 @@ class _Summariser:
         for inner in flat.names:
             if isinstance(inner.ctx, ast.Load):
                 loads.setdefault(inner.id, []).append(inner)
+        info["shape_templates"] = _shape_templates(params, loads, flat.parents, assigned)
         not_keys = _annotated_not_keys(node)
         for param in params:
             if param in not_keys:
@@ -720,18 +720,14 @@ def _annotated_not_keys(node: ast.AST) -> set[str]:
     return {a.arg for a in every if a.annotation is not None and KEY_ANNOTATION.search(ast.unparse(a.annotation)) is None}
 
 
-def _shape_templates(params: list[str], flat: _Flat, assigned) -> list[str]:
+def _shape_templates(params: list[str], loads: dict[str, list[ast.Name]], parents, assigned) -> list[str]:
     """Parameters read, and only for their form: as `.shape`/`.dtype`/`.ndim`/`.size`, or as
     the example input of a model's `init` (`net.init(key, x)` runs the model on `x` only to
     learn its shapes), never rebound (the facts' `_read_only_for_shape`, across modules):
     numbers drawn for them correlate with nothing."""
-    reads: dict[str, list[ast.Name]] = {}
-    for name in flat.names:
-        if isinstance(name.ctx, ast.Load) and name.id in params:
-            reads.setdefault(name.id, []).append(name)
     return [
         param for param in params
-        if param in reads and param not in assigned and all(_read_for_shape(name, flat.parents) for name in reads[param])
+        if param in loads and param not in assigned and all(_read_for_shape(name, parents) for name in loads[param])
     ]
 
 
