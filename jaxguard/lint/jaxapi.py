@@ -176,21 +176,25 @@ KEY_NEUTRAL_PREFIXES = (
 )
 KEY_LOOKING = re.compile(r"^_?(is|has|check|assert|validate|print|log|accepts|supports|can)(_|[A-Z]|$)")
 
-# Methods of jax.Array (and of the pytree containers a traced argument is made of): on a
-# traced receiver their result is traced. Other methods are unknown (`model.dofs()`).
-ARRAY_METHODS = frozenset(
+# Methods of jax.Array that return one jax.Array.
+ARRAY_RETURNING_METHODS = frozenset(
     {
         "all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "choose", "clip",
         "compress", "conj", "conjugate", "copy", "cumprod", "cumsum", "diagonal", "dot",
-        "flatten", "max", "mean", "min", "nonzero", "prod", "ptp", "ravel", "repeat", "reshape",
+        "flatten", "max", "mean", "min", "prod", "ptp", "ravel", "repeat", "reshape",
         "round", "searchsorted", "sort", "squeeze", "std", "sum", "swapaxes", "take", "trace",
-        "transpose", "var", "view", "block_until_ready", "__getitem__", "__array__",
-        # x.at[i].set(v) and friends
-        "set", "add", "subtract", "multiply", "divide", "power", "apply", "get",
-        # leaves of a traced dict / list pytree
-        "values", "items", "pop",
+        "transpose", "var", "view", "block_until_ready",
     }
 )
+# Methods of jax.Array (and of the pytree containers a traced argument is made of): on a
+# traced receiver their result is traced. Other methods are unknown (`model.dofs()`).
+ARRAY_METHODS = ARRAY_RETURNING_METHODS | {
+    "nonzero", "__getitem__", "__array__",
+    # x.at[i].set(v) and friends
+    "set", "add", "subtract", "multiply", "divide", "power", "apply", "get",
+    # leaves of a traced dict / list pytree
+    "values", "items", "pop",
+}
 
 # shard_map: called eagerly (`jax.shard_map(f, mesh=...)(x)` outside any trace) it runs f on
 # every call, per shard, with concrete values: nothing is traced once and cached.

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from jaxguard.lint.facts import all_params, positional
-from jaxguard.lint.jaxapi import METADATA_CALLS
+from jaxguard.lint.jaxapi import ARRAY_RETURNING_METHODS, METADATA_CALLS
 
 if TYPE_CHECKING:
     from jaxguard.lint.engine import RuleContext
@@ -55,13 +55,6 @@ ARRAY_FUNCTIONS = frozenset({"jax.device_put", "jax.numpy.asarray", "jax.numpy.a
 REF_FUNCTIONS = frozenset({"jax.new_ref", "jax.ref.new_ref", "jax.experimental.mutable_array"})
 AT_METHODS = frozenset(
     {"set", "add", "subtract", "multiply", "divide", "power", "min", "max", "apply", "get"}
-)
-ARRAY_METHODS = frozenset(
-    {
-        "reshape", "astype", "sum", "mean", "max", "min", "prod", "transpose", "ravel", "flatten",
-        "squeeze", "clip", "copy", "sort", "argsort", "cumsum", "dot", "round", "conj", "std",
-        "var", "swapaxes", "take", "repeat", "argmax", "argmin", "all", "any",
-    }
 )
 ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
 # NumPy functions that reduce over every axis unless given one: a NumPy scalar, not an array.
@@ -277,7 +270,7 @@ class KindTracker:
         updated = at_update_base(node)
         if updated is not None:
             return self.kind_of(updated)
-        if isinstance(func, cst.Attribute) and func.attr.value in ARRAY_METHODS and self.kind_of(func.value) == JAX:
+        if isinstance(func, cst.Attribute) and func.attr.value in ARRAY_RETURNING_METHODS and self.kind_of(func.value) == JAX:
             return JAX
         return None
 
