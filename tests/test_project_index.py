@@ -111,6 +111,37 @@ def test_a_helper_whose_split_results_are_never_read_does_not_draw(tmp_path):
     assert not any(path == "pkg/top.py" and line in (5, 11) for path, line, _ in lines)
 
 
+def test_a_helper_whose_split_keys_reach_no_draw_does_not_draw(tmp_path):
+    # variational_filtering: `ensrf_steps` splits its key into per-step subkeys for a
+    # deterministic `ensrf_step` that never reads its key; its stochastic twin draws from them
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/filters.py": (
+            "import jax\nimport jax.numpy as jnp\nfrom jax import lax, random\n"
+            "def ensrf_step(x, key):\n    return x * 0.5\n"
+            "def enkf_step(x, key):\n    return x + random.normal(key, x.shape)\n"
+            "def ensrf_steps(x, n, key):\n    key, *subkeys = random.split(key, num=n + 1)\n    subkeys = jnp.array(subkeys)\n"
+            "    def inner(c, t):\n        return ensrf_step(c, subkeys[t]), None\n"
+            "    return lax.scan(inner, x, jnp.arange(n))[0]\n"
+            "def enkf_steps(x, n, key):\n    key, *subkeys = random.split(key, num=n + 1)\n    subkeys = jnp.array(subkeys)\n"
+            "    def inner(c, t):\n        return enkf_step(c, subkeys[t]), None\n"
+            "    return lax.scan(inner, x, jnp.arange(n))[0]\n"
+            # split keys kept in a new container: followed no further, so a draw
+            "def kept_steps(x, n, key):\n    subkeys = random.split(key, n)\n    held = {'keys': subkeys}\n    return x, held\n"
+        ),
+        "pkg/run.py": (
+            "from jax import random\nfrom pkg.filters import ensrf_steps, enkf_steps, kept_steps\n"
+            "def deterministic(x, key):\n    y = ensrf_steps(x, 3, key)\n    return y, random.normal(key, (3,))\n"
+            "def stochastic(x, key):\n    y = enkf_steps(x, 3, key)\n    return y, random.normal(key, (3,))\n"
+            "def kept(x, key):\n    y = kept_steps(x, 3, key)\n    return y, random.normal(key, (3,))\n"
+        ),
+    })
+    lines = check(root, "pkg")
+    assert ("pkg/run.py", 8, "JG601") in lines
+    assert ("pkg/run.py", 11, "JG601") in lines
+    assert not any(path == "pkg/run.py" and line == 5 for path, line, _ in lines)
+
+
 def test_numbers_drawn_for_a_helper_that_reads_only_their_shape_are_a_template(tmp_path):
     # AdaptiveRNNWaveFunctions: a dummy input drawn from key1 goes only to a helper of another
     # module that hands it to a model's init; key1 drawn from again later is not a reuse

@@ -426,12 +426,17 @@ class ProjectIndex:
     @cached_property
     def _imported_modules(self) -> set[str]:
         """The modules that another project module imports (at its top, in a function or with `*`)."""
-        found = set()
+        return set().union(*self._imports.values())
+
+    @cached_property
+    def _imports(self) -> dict[str, set[str]]:
+        """Module -> the other project modules it imports (at its top, in a function or with `*`)."""
+        found: dict[str, set[str]] = {}
         for module, summary in self.summaries.items():
             for target in (*summary["imports"].values(), *summary["star_imports"], *summary["lazy_imports"]):
                 imported = self.module_of(target)
                 if imported is not None and imported != module:
-                    found.add(imported)
+                    found.setdefault(module, set()).add(imported)
         return found
 
     @cached_property
@@ -612,29 +617,35 @@ class ProjectIndex:
 
     def _passed_on(self, passes: list, depth: int) -> tuple[str, int]:
         verdicts, lowest = set(), depth
-        for callee, where in passes:
+        for callee, where, *split in passes:
             if [callee, where] == MAYBE_PASS:
                 verdicts.add(MAYBE)
                 continue
-            target = self.resolve(callee)
-            if target is None:
-                return UNKNOWN, lowest
-            params = self._function(target)["params"]
-            if isinstance(where, int):
-                if where >= len(params):
-                    return UNKNOWN, lowest
-                where = params[where]
-            elif where not in params:
-                if self._function(target).get("swallows"):
-                    continue  # into a `**kwargs` the callee never reads
-                return UNKNOWN, lowest
-            verdict, leaned = self._key_verdict((*target, where))
-            verdicts.add(verdict)
+            verdict, leaned = self._passed_to(callee, where, depth)
             lowest = min(lowest, leaned)
+            # keys split from the parameter: the split is a draw unless they are shown ignored
+            verdicts.add(DRAWS if split and verdict != IGNORES else verdict)
         for verdict in (DRAWS, UNKNOWN, MAYBE):
             if verdict in verdicts:
                 return verdict, lowest
         return IGNORES, lowest
+
+    def _passed_to(self, callee: str, where: int | str, depth: int) -> tuple[str, int]:
+        """How the project function `callee` uses the key given at `where` (a position or a
+        keyword), and the depth of the lowest open call that verdict leaned on."""
+        target = self.resolve(callee)
+        if target is None:
+            return UNKNOWN, depth
+        params = self._function(target)["params"]
+        if isinstance(where, int):
+            if where >= len(params):
+                return UNKNOWN, depth
+            where = params[where]
+        elif where not in params:
+            if self._function(target).get("swallows"):
+                return IGNORES, depth  # into a `**kwargs` the callee never reads
+            return UNKNOWN, depth
+        return self._key_verdict((*target, where))
 
     def returns_static(self, place: tuple[str, str]) -> bool:
         if place in self._static:

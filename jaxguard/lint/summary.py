@@ -40,7 +40,7 @@ from jaxguard.lint.jaxapi import (
     names_abstract_trace,
 )
 
-VERSION = 15  # of the summary format (part of its cache key)
+VERSION = 16  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -49,6 +49,9 @@ VERSION = 15  # of the summary format (part of its cache key)
 DRAWS, IGNORES, UNKNOWN, MAYBE = "draws", "ignores", "unknown", "maybe"
 # the entry of a passed-on list that stands for such an `apply` beside the calls
 MAYBE_PASS = ["<apply>", None]
+# the mark of a passed-on entry that carries a key split from the parameter
+# (`[callee, where, SPLIT_PASS]`): a split is a draw unless the index shows its keys ignored
+SPLIT_PASS = "split"
 
 # Calls whose result is a Python value whatever they are given.
 _STATIC_CALLS = METADATA_CALLS | frozenset(
@@ -594,7 +597,10 @@ class _KeyUses:
     takes it), ignores (never read, or rebound by `fold_in` before any other use), passes it
     on ([callee, position or keyword], judged by the index) or unknown."""
 
-    def __init__(self, summariser: _Summariser, param: str, all_loads: dict[str, list[ast.Name]], flat: _Flat, local, cls, self_name, objects) -> None:
+    def __init__(
+        self, summariser: _Summariser, param: str, all_loads: dict[str, list[ast.Name]], flat: _Flat, local, cls, self_name, objects,
+        split_from: tuple[ast.Call, ...] | None = None, split_keys: set[str] | None = None,
+    ) -> None:
         self.s, self.param = summariser, param
         self.local, self.cls, self.self_name, self.objects = local, cls, self_name, objects
         self.all_loads, self.flat = all_loads, flat
@@ -604,9 +610,15 @@ class _KeyUses:
         self.unknown = False
         self.maybe = False
         self.passes: list[list] = []
-        loads = sorted(all_loads.get(param, []), key=lambda n: (n.lineno, n.col_offset))
-        if loads and self._rederived_first(loads[0], parents):
-            return  # `key = fold_in(key, step)` first: the caller's key is not drawn here
+        # the keys a split handed out (not a parameter): the splits followed so far
+        self.split_from = split_from
+        self.names = {param} if split_keys is None else split_keys  # the names whose reads are followed
+        if split_from is None:
+            loads = sorted(all_loads.get(param, []), key=lambda n: (n.lineno, n.col_offset))
+            if loads and self._rederived_first(loads[0], parents):
+                return  # `key = fold_in(key, step)` first: the caller's key is not drawn here
+        else:
+            loads = self._loads_after(split_from[-1], split_keys)
         if any(_stored_attribute(name, parents) for name in loads):
             return  # `rng._state = ...`: a generator object that keeps its own state, not a key
         for name in loads:
@@ -625,35 +637,57 @@ class _KeyUses:
             return [*self.passes, MAYBE_PASS] if self.maybe else self.passes
         return MAYBE if self.maybe else IGNORES
 
-    def _results_unused(self, call: ast.Call) -> bool:
-        """`sub, key = split(key)` and neither name is read again: a dead split draws nothing."""
+    def _split(self, call: ast.Call) -> None:
+        """`sub, key = split(key)`: a draw when a key it hands out may be drawn from. Keys
+        read nowhere draw nothing; keys handed only to project functions are judged by the
+        index (`ensrf_step(..., subkeys[t])`, which never reads its key: nothing is drawn)."""
         statement = self.parents.get(id(call))
         if isinstance(statement, ast.Expr):
-            return True
-        if not (isinstance(statement, ast.Assign) and statement.value is call):
-            return False
-        targets = []
-        for target in statement.targets:
-            elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-            for element in elements:
-                if isinstance(element, ast.Starred):
-                    element = element.value
-                if not isinstance(element, ast.Name):
-                    return False  # stored in an attribute or a container: kept
-                targets.append(element.id)
+            return
+        targets = _bound_names(statement) if isinstance(statement, ast.Assign) and statement.value is call else None
+        if targets is not None and self.split_from is not None and call in self.split_from:
+            return  # a split of these keys already being followed (a loop): nothing new
+        if targets is not None:
+            keys = _KeyUses(
+                self.s, self.param, self.all_loads, self.flat, self.local, self.cls, self.self_name, self.objects,
+                split_from=(*(self.split_from or ()), call), split_keys=set(targets) - self.names,
+            )
+            if not (keys.draws or keys.unknown or keys.maybe):
+                self.passes += [[*entry[:2], SPLIT_PASS] for entry in keys.passes]
+                return
+        self.draws, self.reorders = True, False
+
+    def _loads_after(self, call: ast.Call, names: set[str]) -> list[ast.Name]:
+        """The reads of `names` that may see what `call` bound to them: later, anywhere in a
+        loop around it (the next pass) or in a nested function or lambda (called who knows
+        when); a read before it is of the value it had."""
         inside = {id(node) for node in ast.walk(call)}
-        # read later, anywhere in a loop around it (the next pass) or in a nested function or
-        # lambda (called who knows when); a read before it is of the value it had
         anytime = [
             (node.lineno, node.end_lineno) for node in self.flat.nodes
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             or (isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.lineno <= call.lineno <= (node.end_lineno or 0))
         ]
         end = (call.end_lineno or call.lineno, call.end_col_offset or 0)
-        return not any(
-            id(load) not in inside and ((load.lineno, load.col_offset) > end or any(a <= load.lineno <= (b or a) for a, b in anytime))
-            for name in targets for load in self.all_loads.get(name, [])
-        )
+        return sorted((
+            load for name in names for load in self.all_loads.get(name, [])
+            if id(load) not in inside and ((load.lineno, load.col_offset) > end or any(a <= load.lineno <= (b or a) for a, b in anytime))
+        ), key=lambda n: (n.lineno, n.col_offset))
+
+    def _keys_kept(self, call: ast.Call) -> None:
+        """Split keys given to array or builtin code: `subkeys = jnp.array(subkeys)` keeps
+        them under that name (its reads are followed), a statement of its own (a print)
+        drops them; any other result may hold them."""
+        statement = self.parents.get(id(call))
+        if isinstance(statement, ast.Expr):
+            return
+        names = _bound_names(statement) if isinstance(statement, ast.Assign) and statement.value is call else None
+        if names is None:
+            self.unknown = True
+            return
+        names = set(names) - self.names
+        self.names |= names
+        for load in self._loads_after(call, names):
+            self._use(load, self.parents)
 
     def _rederived_first(self, name: ast.Name, parents) -> bool:
         call = parents.get(id(name))
@@ -667,6 +701,9 @@ class _KeyUses:
 
     def _use(self, name: ast.Name, parents) -> None:
         parent = parents.get(id(name))
+        if self.split_from is not None:
+            while isinstance(parent, ast.Subscript) and parent.value is name:
+                name, parent = parent, parents.get(id(parent))  # `subkeys[t]`: one of the keys
         if isinstance(parent, ast.keyword) and parent.arg is None:
             self.unknown = True  # `f(**options)`: which parameters get its items is not known
             return
@@ -690,13 +727,16 @@ class _KeyUses:
         ):
             return  # `jax.eval_shape(init, key)`, `jax.jit(init).eval_shape(key)`: shapes only, nothing drawn
         if target is not None and target.startswith("jax.random."):
-            if (position == 0 or keyword == "key") and target not in NOT_CONSUMING:
-                drawn = not (target == "jax.random.split" and self._results_unused(call))
-                self.draws = self.draws or drawn
-                self.reorders = self.reorders and (not drawn or target.rsplit(".", 1)[-1] in REORDERINGS)
+            if target == "jax.random.split" and (position == 0 or keyword == "key"):
+                self._split(call)
+            elif (position == 0 or keyword == "key") and target not in NOT_CONSUMING:
+                self.draws = True
+                self.reorders = self.reorders and target.rsplit(".", 1)[-1] in REORDERINGS
             return
         tail = target.rsplit(".", 1)[-1] if target else (call.func.attr if isinstance(call.func, ast.Attribute) else "")
         if (target or "").startswith(KEY_NEUTRAL_PREFIXES) or KEY_LOOKING.match(tail):
+            if self.split_from is not None:
+                self._keys_kept(call)
             return
         if isinstance(call.func, ast.Attribute) and call.func.attr == "apply" and position == 1:
             self.maybe = True  # `net.apply(params, key, x)`: Haiku's signature
@@ -711,6 +751,20 @@ class _KeyUses:
             self.unknown = True
             return
         self.passes.append([target, position if keyword is None else keyword])
+
+
+def _bound_names(statement: ast.Assign) -> list[str] | None:
+    """The names an assignment binds (`key, *subkeys = ...`); None when it stores into an
+    attribute or a container."""
+    names = []
+    for target in statement.targets:
+        for element in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+            if isinstance(element, ast.Starred):
+                element = element.value
+            if not isinstance(element, ast.Name):
+                return None
+            names.append(element.id)
+    return names
 
 
 def _annotated_not_keys(node: ast.AST) -> set[str]:
@@ -1042,7 +1096,7 @@ class _Flat:
                 stack.append((child, inner))
 
 
-_WITH_PARENT = frozenset({ast.Name, ast.Call, ast.keyword})
+_WITH_PARENT = frozenset({ast.Name, ast.Call, ast.keyword, ast.Subscript})
 _CONTEXTS = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
 
 
