@@ -442,6 +442,31 @@ def test_a_module_that_calls_a_project_x64_guard_is_aware(tmp_path):
     assert ("pkg/other.py", "JG903") in reported
 
 
+def test_modules_a_program_imports_after_checking_x64_are_aware(tmp_path):
+    # multiscale-closure: each script's main warns unless JAX_ENABLE_X64 is set
+    # (`utils.check_environment_variables()`); the library modules it imports, directly or
+    # not, are covered; a module no checking program imports is not
+    root = make(tmp_path, {
+        "utils.py": (
+            "import logging\nimport os\ndef check_environment_variables():\n"
+            "    if os.environ.get('JAX_ENABLE_X64') != 'True':\n"
+            "        logging.warning('set JAX_ENABLE_X64=True')\n        return False\n    return True\n"
+        ),
+        "systems/__init__.py": "",
+        "systems/diagnostics.py": X64_MODULE,
+        "systems/spectra.py": "from systems.diagnostics import f\n" + X64_MODULE.replace("def f", "def g"),
+        "loose.py": X64_MODULE,
+        "train.py": (
+            "import utils\nfrom systems import spectra\ndef main():\n"
+            "    if not utils.check_environment_variables():\n        raise SystemExit(1)\n    return spectra.g(3)\n"
+        ),
+    })
+    reported = found(root, ".")
+    assert ("systems/diagnostics.py", "JG903") not in reported
+    assert ("systems/spectra.py", "JG903") not in reported
+    assert ("loose.py", "JG903") in reported
+
+
 def test_a_decorator_that_scopes_x64_around_each_call_makes_its_users_aware(tmp_path):
     # phasespace: `@with_float64` runs each call under `with jax.enable_x64():`; the helpers
     # only the decorated functions call run with x64 on too

@@ -440,6 +440,31 @@ class ProjectIndex:
         return found
 
     @cached_property
+    def _guarded_by(self) -> dict[str, str]:
+        """Module -> an x64 guard (a project function that refuses, or warns, to run without
+        x64) that a program importing it calls: a program that checks x64 at run time covers
+        what it imports, directly or not (`utils.check_environment_variables()` in each
+        script's main, the library modules it imports)."""
+        imports = self._imports
+        guarded: dict[str, str] = {}
+        for module in sorted(self.summaries):
+            summary = self.summaries[module]
+            if self.is_test_module(module):
+                continue
+            calls = [*summary.get("module_calls", []), *(n for info in summary["functions"].values() for n in info["calls"])]
+            guard = next((
+                name for name in calls
+                if (target := self.resolve(name)) is not None and target[0] != module and self._function(target).get("x64_guard")
+            ), None)
+            work = sorted(imports.get(module, ())) if guard is not None else []
+            while work:
+                imported = work.pop()
+                if imported not in guarded:
+                    guarded[imported] = guard
+                    work.extend(imports.get(imported, ()))
+        return guarded
+
+    @cached_property
     def _callers(self) -> dict[tuple[str, str], set[tuple[str, str | None]]]:
         """Project function -> the places outside tests that call it: (module, function), or
         (module, None) for module-level code. (A test calls a library function as its users
@@ -751,7 +776,7 @@ class ProjectIndex:
             constant_collections=tuple(sorted(
                 as_named(name) for name in set(summary["imports"].values()) if self._constant_collection(name)
             )),
-            x64_guards=tuple(sorted(as_named(guards))),
+            x64_guards=tuple(sorted(as_named([*guards, *([self._guarded_by[module]] if module in self._guarded_by else [])]))),
             construction_methods=self._methods_among(summary, building),
             called_after_construction=self._methods_among(summary, called_later),
             summary_error=summary.get("error", ""),
