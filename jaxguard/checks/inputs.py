@@ -176,6 +176,9 @@ class ListToJitted(Rule):
         "import jax, jax.numpy as jnp\n@jax.jit\ndef f(params, x):\n    return x\nparams = [jnp.ones(3), jnp.zeros(3)]\nf(params, 1.0)\n",
         "import jax\nfrom functools import partial\n@partial(jax.jit, static_argnums=(1,))\ndef f(x, shape):\n    return x\nf(1.0, (2, 3))\n",
         "def f(xs):\n    return xs\nf([1, 2, 3])\n",
+        # a one-element list is one traced input, as an array of one element is
+        "import jax\nimport jax.numpy as jnp\narray_cpu = jax.jit(jnp.array, backend='cpu')\ndone = array_cpu([False])\n"
+        "pos = jnp.concatenate((jnp.zeros(2), array_cpu([0.115])))\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -217,7 +220,8 @@ class ListToJitted(Rule):
             if values and len(values) == 1 and values[0] is not None:
                 return self._scalars(values[0])
             return None
-        if isinstance(node, (cst.List, cst.Tuple)) and node.elements:
+        # one element is one input, as an array would be: nothing grows with the length
+        if isinstance(node, (cst.List, cst.Tuple)) and len(node.elements) > 1:
             if all(_scalar_literal(e.value) for e in node.elements):
                 return ("list" if isinstance(node, cst.List) else "tuple"), str(len(node.elements))
             return None
@@ -226,5 +230,7 @@ class ListToJitted(Rule):
             if len(args) == 1 and isinstance(args[0], cst.Call) and self.ctx.qualname(args[0].func) == "builtins.range":
                 bounds = [literal_int(a) for a in positional(args[0])]
                 stop = bounds[0] if len(bounds) == 1 else None
+                if stop is not None and stop <= 1:
+                    return None
                 return "list", str(stop) if stop is not None and stop >= 0 else "many"
         return None
