@@ -1959,6 +1959,9 @@ class TracedSelfMethod(Rule):
         "    @partial(jax.jit, static_argnums=0)\n    def predict(self, x):\n        return x * self.w\n",
         "import jax\nfrom functools import partial\nclass Model:\n    @partial(jax.jit, static_argnames=('self',))\n"
         "    def predict(self, x):\n        return x\n",
+        # any iterable of indices: a set too
+        "import jax\nfrom functools import partial\nclass Kernel:\n    @partial(jax.jit, static_argnums={0})\n"
+        "    def __call__(self, x):\n        return x\n",
         "import jax\nimport equinox as eqx\nclass Model(eqx.Module):\n    w: jax.Array\n    @jax.jit\n"
         "    def predict(self, x):\n        return x * self.w\n",
         "import jax\nfrom flax import struct\n@struct.dataclass\nclass State:\n    w: float\n    @jax.jit\n"

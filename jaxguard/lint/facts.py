@@ -340,7 +340,7 @@ def _literal_tuple(node: cst.BaseExpression, literal) -> tuple | None:
     single = literal(node)
     if single is not None:
         return (single,)
-    if isinstance(node, (cst.Tuple, cst.List)):
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):  # `static_argnums={0}`: any iterable
         values = [literal(e.value) for e in node.elements]
         if all(v is not None for v in values):
             return tuple(values)

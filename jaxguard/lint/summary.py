@@ -1000,7 +1000,7 @@ def _literal_collection(node) -> bool:
 
 
 def _constant_seq(node) -> list:
-    if isinstance(node, (ast.Tuple, ast.List)):
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):  # `static_argnums={0}`: any iterable
         return [_constant(e) for e in node.elts]
     return [_constant(node)]
 
