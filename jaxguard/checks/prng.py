@@ -934,17 +934,26 @@ def _read_after(facts: ModuleFacts, body: cst.CSTNode, call: cst.CSTNode, names:
         return True
     call_end = position + len(descendants(call))
     # (a subtree is a run of the pre-order: a loop around the call spans its position)
-    anytime = nested + [(start, stop) for start, stop in loops if start < position < stop]
+    anytime = [(start, stop) for start, stop, _ in nested] + [(start, stop) for start, stop in loops if start < position < stop]
     return any(
         isinstance(node, cst.Name) and node.value in names and node in facts.loads
         and not position <= i < call_end and (i > position or any(start <= i < stop for start, stop in anytime))
+        and not _local_to_nested(facts, nested, i, node.value, position)
         for i, node in enumerate(nodes)
     )
 
 
+def _local_to_nested(facts: ModuleFacts, nested: list, i: int, name: str, position: int) -> bool:
+    """The read at `i` is of a local of a nested function the call is not in (a module's
+    `init_key` and the function's own `init_key = ...`): another variable."""
+    around = [node for start, stop, node in nested if start <= i < stop and not start <= position < stop]
+    scope = facts.scopes.get(around[-1]) if around else None
+    return scope is not None and scope.binds(name)
+
+
 def _in_order(body: cst.CSTNode) -> tuple:
     """A body's nodes in source order, each node's position, and the spans (start, stop) of
-    its loops and of its nested functions and lambdas."""
+    its loops and (start, stop, node) of its nested functions and lambdas."""
     nodes = descendants(body)
     position_of = {id(node): i for i, node in enumerate(nodes)}
     loops, nested = [], []
@@ -952,7 +961,7 @@ def _in_order(body: cst.CSTNode) -> tuple:
         if isinstance(node, (cst.For, cst.While)):
             loops.append((i, i + len(descendants(node))))
         elif isinstance(node, (cst.FunctionDef, cst.Lambda)) and node is not body:
-            nested.append((i, i + len(descendants(node))))
+            nested.append((i, i + len(descendants(node)), node))
     return nodes, position_of, loops, nested
 
 
@@ -1772,6 +1781,9 @@ class KeyReuse(_KeyRule):
         "        b = jax.random.uniform(self.key)\n        return a, b\n",
         "from jax import random\nkey = random.PRNGKey(0)\nprint(random.normal(key, shape=(1,)))\nprint(key)\nprint(random.normal(key, shape=(1,)))\n",
         "import jax\ndef init(key):\n    w = jax.random.normal(key, (3, 3))\n    b = jax.random.uniform(key, (3,))\n    return w, b\n",
+        # a split key of the module read by a function below (a global there)
+        "import jax\nrng_key = jax.random.key(0)\nxx = jax.random.normal(rng_key, (3,))\ninit_key, run_key = jax.random.split(rng_key, 2)\n"
+        "def use():\n    return jax.random.normal(init_key)\nprint(use(), xx)\n",
         "import jax\ndef f(key, flag):\n    if flag:\n        a = jax.random.normal(key)\n    b = jax.random.normal(key)\n    return a + b\n",
         # a callee of this module that does draw from the key it is given
         "import jax\ndef noise(key, n):\n    return jax.random.normal(key, (n,))\ndef f(key):\n    return noise(key, 2), noise(key, 3)\n",
@@ -1824,6 +1836,11 @@ class KeyReuse(_KeyRule):
         "    losses = [float(x) for x in losses]\n    return params, losses, jax.random.normal(k1)\n",
         # a leftover split after the last read of the key: its results are never read
         "import jax\ndef reset_fn(key):\n    obs = jax.random.normal(key)\n    next_key, key = jax.random.split(key)\n    return obs\n",
+        # ... the same names in a function below are that function's own variables
+        "import jax\nrng_key = jax.random.key(0)\nxx = jax.random.normal(rng_key, (3,))\n"
+        "init_key, run_key = jax.random.split(rng_key, 2)\n"
+        "def run(key):\n    init_key, run_key = jax.random.split(key)\n    return jax.random.normal(init_key), run_key\n"
+        "print(run(xx))\n",
         # a method inherited from a base class of the module that ignores the key (a stand-in
         # returning zeros)
         "import jax\nimport jax.numpy as jnp\nclass Base:\n    def fake_run(self, rng, params):\n        return jnp.zeros(3)\n"
