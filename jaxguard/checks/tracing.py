@@ -742,6 +742,10 @@ class JitInLoop(Rule):
         # the same loop over what it is given, untimed: a compile per item
         "import jax\ndef run(make, items, x):\n    out = []\n    for cfg in items:\n        fn = make(cfg)\n"
         "        out.append(jax.jit(fn)(x))\n    return out\n",
+        # a vmapped closure over nothing the loop changes: the same function made again
+        "import jax\ndef sample(env_names, rng):\n    out = []\n    for env_name in env_names:\n"
+        "        def one(key):\n            return key * 2\n"
+        "        out.append(jax.jit(jax.vmap(one))(jax.random.split(rng, 4)))\n    return out\n",
         # ... a closure over nothing the loop changes: the same function made again
         "import jax\ndef test_grads_finite(g, mus, xs):\n    for mu in mus:\n        f = g(mu)\n"
         "        def scalar(x):\n            return g(x).sum()\n        grad = jax.jit(jax.grad(scalar))\n"
@@ -790,6 +794,10 @@ class JitInLoop(Rule):
         "        jax.jit(f)(y)\n",
     )
     valid = (
+        # a vmapped closure over the environment the loop makes: each program differs
+        "import jax\ndef sample(env_names, make, rng):\n    out = []\n    for env_name in env_names:\n"
+        "        env = make(env_name)\n        def one(key, env=env):\n            return env.sample(key)\n"
+        "        out.append(jax.jit(jax.vmap(one))(jax.random.split(rng, 4)))\n    return out\n",
         # a sweep over functions of a module, named by the loop (an annotated assignment too)
         "import jax\nimport mylib\ndef check_all(x):\n    for name in ('sphere', 'rosenbrock'):\n"
         "        func: mylib.Fn = getattr(mylib, name)\n        @jax.jit\n        def target(v):\n"
@@ -1282,6 +1290,8 @@ class JitInLoop(Rule):
         args = positional(call)
         if not args:
             return None
+        if isinstance(args[0], cst.Call) and self.ctx.facts.transform_of(args[0].func, self.ctx.scope) is not None:
+            return self._function_node(args[0]) or args[0]  # `jax.jit(jax.vmap(step))`: step's code
         if isinstance(args[0], (cst.Lambda, cst.Call)):
             return args[0]
         info = self.ctx.facts.function_for(args[0], self.ctx.scope)
