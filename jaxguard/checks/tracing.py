@@ -743,9 +743,9 @@ class JitInLoop(Rule):
         "import jax\ndef run(make, items, x):\n    out = []\n    for cfg in items:\n        fn = make(cfg)\n"
         "        out.append(jax.jit(fn)(x))\n    return out\n",
         # a vmapped closure over nothing the loop changes: the same function made again
-        "import jax\ndef sample(env_names, rng):\n    out = []\n    for env_name in env_names:\n"
+        "import jax\ndef sample(env_names, keys):\n    out = []\n    for env_name in env_names:\n"
         "        def one(key):\n            return key * 2\n"
-        "        out.append(jax.jit(jax.vmap(one))(jax.random.split(rng, 4)))\n    return out\n",
+        "        out.append(jax.jit(jax.vmap(one))(keys))\n    return out\n",
         # ... a closure over nothing the loop changes: the same function made again
         "import jax\ndef test_grads_finite(g, mus, xs):\n    for mu in mus:\n        f = g(mu)\n"
         "        def scalar(x):\n            return g(x).sum()\n        grad = jax.jit(jax.grad(scalar))\n"
@@ -795,9 +795,9 @@ class JitInLoop(Rule):
     )
     valid = (
         # a vmapped closure over the environment the loop makes: each program differs
-        "import jax\ndef sample(env_names, make, rng):\n    out = []\n    for env_name in env_names:\n"
+        "import jax\ndef sample(env_names, make, keys):\n    out = []\n    for env_name in env_names:\n"
         "        env = make(env_name)\n        def one(key, env=env):\n            return env.sample(key)\n"
-        "        out.append(jax.jit(jax.vmap(one))(jax.random.split(rng, 4)))\n    return out\n",
+        "        out.append(jax.jit(jax.vmap(one))(keys))\n    return out\n",
         # a sweep over functions of a module, named by the loop (an annotated assignment too)
         "import jax\nimport mylib\ndef check_all(x):\n    for name in ('sphere', 'rosenbrock'):\n"
         "        func: mylib.Fn = getattr(mylib, name)\n        @jax.jit\n        def target(v):\n"
