@@ -564,6 +564,8 @@ class X64DtypeWithoutX64(Rule):
         (or warns) without it; a module that calls a project function that turns x64 on, or
         refuses (or warns) to run without it (`require_x64("lyap")`), or decorates its functions
         with one that runs each call under `jax.enable_x64()` (`@with_float64`); an entry point that enables x64 and then imports the module;
+        a module that a program calling such a guard imports, directly or not (each script's
+        `main` checks `JAX_ENABLE_X64` and warns: the library modules it runs are covered);
         a package `__init__` that imports all its submodules when one of them enables it;
         a package where a library module (one its other modules import: a solver) enables it
         at import, or a function switches it on, so whether it is on depends on what the user

@@ -1711,7 +1711,9 @@ class KeyReuse(_KeyRule):
         callee of the module (a method too, called on an object of a class of the module:
         `flow = Flow(); flow(x, rng_key=key)` runs `Flow.__call__`) that ignores its key,
         swallows it in a `**kwargs` it never reads, or
-        re-derives it with `fold_in`, a key in the
+        re-derives it with `fold_in`; a function of another project module that splits the
+        key and hands the keys only to functions that never read theirs (a deterministic
+        `step(x, key)` kept for a common signature); a key in the
         carry of a `lax.scan`/`fori_loop`/`while_loop` whose body (of the module) passes it
         through untouched or drops it (`state, _ = carry`). A callee of the module that draws
         from the key only under `if p is None:`, given a value for `p`, may or may not draw:
