@@ -646,7 +646,7 @@ class ProjectIndex:
             if [callee, where] == MAYBE_PASS:
                 verdicts.add(MAYBE)
                 continue
-            verdict, leaned = self._passed_to(callee, where, depth)
+            verdict, leaned = self._passed_to(callee, where, depth, bool(split))
             lowest = min(lowest, leaned)
             # keys split from the parameter: the split is a draw unless they are shown ignored
             verdicts.add(DRAWS if split and verdict != IGNORES else verdict)
@@ -655,9 +655,10 @@ class ProjectIndex:
                 return verdict, lowest
         return IGNORES, lowest
 
-    def _passed_to(self, callee: str, where: int | str, depth: int) -> tuple[str, int]:
+    def _passed_to(self, callee: str, where: int | str, depth: int, split: bool = False) -> tuple[str, int]:
         """How the project function `callee` uses the key given at `where` (a position or a
-        keyword), and the depth of the lowest open call that verdict leaned on."""
+        keyword), and the depth of the lowest open call that verdict leaned on. With `split`
+        (keys split from the caller's key), keys it returns as given go on out of sight."""
         target = self.resolve(callee)
         if target is None:
             return UNKNOWN, depth
@@ -670,6 +671,8 @@ class ProjectIndex:
             if self._function(target).get("swallows"):
                 return IGNORES, depth  # into a `**kwargs` the callee never reads
             return UNKNOWN, depth
+        if split and any(param == where for _, param in self._function(target)["returns"]):
+            return UNKNOWN, depth  # `return pytree`: handed back to whoever holds the keys next
         return self._key_verdict((*target, where))
 
     def returns_static(self, place: tuple[str, str]) -> bool:
