@@ -130,7 +130,7 @@ def test_a_helper_whose_split_keys_reach_no_draw_does_not_draw(tmp_path):
             "def kept_steps(x, n, key):\n    subkeys = random.split(key, n)\n    held = {'keys': subkeys}\n    return x, held\n"
             # ... or handed back by a function that returns them as given (deepqmc's
             # `broadcast_to_devices`): they go on to whoever draws from them
-            "def to_devices(tree):\n    return tree\n"
+            "from typing import TypeVar\nT = TypeVar('T')\ndef to_devices(tree: T) -> T:\n    return tree\n"
             "def device_keys(key):\n    keys = random.split(key, 2)\n    return to_devices(keys)\n"
         ),
         "pkg/run.py": (
