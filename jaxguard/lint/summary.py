@@ -593,9 +593,11 @@ class _Summariser:
 
 
 class _KeyUses:
-    """How a function uses parameter `param`, if it is a key: draws (a sampler or split
-    takes it), ignores (never read, or rebound by `fold_in` before any other use), passes it
-    on ([callee, position or keyword], judged by the index) or unknown."""
+    """How a function uses parameter `param`, if it is a key: draws (a sampler takes it, or
+    a split whose keys may be drawn from), ignores (never read, or rebound by `fold_in`
+    before any other use), passes it on ([callee, position or keyword], judged by the index)
+    or unknown. With `split_from`, the same for the keys the last of those splits bound to
+    `split_keys`."""
 
     def __init__(
         self, summariser: _Summariser, param: str, all_loads: dict[str, list[ast.Name]], flat: _Flat, local, cls, self_name, objects,
