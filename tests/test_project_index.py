@@ -462,6 +462,10 @@ def test_modules_a_program_imports_after_checking_x64_are_aware(tmp_path):
         "systems/diagnostics.py": X64_MODULE,
         "systems/spectra.py": "from systems.diagnostics import f\n" + X64_MODULE.replace("def f", "def g"),
         "loose.py": X64_MODULE,
+        # a library function that checks covers itself only, not what its module imports
+        "lib/__init__.py": "from lib import solve\n",
+        "lib/helpers.py": X64_MODULE,
+        "lib/solve.py": "import utils\nfrom lib import helpers\ndef lyap(n):\n    utils.check_environment_variables()\n    return n\n",
         "train.py": (
             "import utils\nfrom systems import spectra\ndef main():\n"
             "    if not utils.check_environment_variables():\n        raise SystemExit(1)\n    return spectra.g(3)\n"
@@ -471,6 +475,7 @@ def test_modules_a_program_imports_after_checking_x64_are_aware(tmp_path):
     assert ("systems/diagnostics.py", "JG903") not in reported
     assert ("systems/spectra.py", "JG903") not in reported
     assert ("loose.py", "JG903") in reported
+    assert ("lib/helpers.py", "JG903") in reported
 
 
 def test_a_decorator_that_scopes_x64_around_each_call_makes_its_users_aware(tmp_path):

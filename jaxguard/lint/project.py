@@ -444,12 +444,13 @@ class ProjectIndex:
         """Module -> an x64 guard (a project function that refuses, or warns, to run without
         x64) that a program importing it calls: a program that checks x64 at run time covers
         what it imports, directly or not (`utils.check_environment_variables()` in each
-        script's main, the library modules it imports)."""
+        script's main, the library modules it imports). A program is a module no other
+        imports (a library function that checks covers only itself)."""
         imports = self._imports
         guarded: dict[str, str] = {}
         for module in sorted(self.summaries):
             summary = self.summaries[module]
-            if self.is_test_module(module):
+            if self.is_test_module(module) or module in self._imported_modules:
                 continue
             calls = [*summary.get("module_calls", []), *(n for info in summary["functions"].values() for n in info["calls"])]
             guard = next((
