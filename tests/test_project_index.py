@@ -478,6 +478,23 @@ def test_modules_a_program_imports_after_checking_x64_are_aware(tmp_path):
     assert ("lib/helpers.py", "JG903") in reported
 
 
+def test_a_package_that_tells_its_users_to_enable_x64_is_aware(tmp_path):
+    # jaxht: the package docstring says float64 is opt-in and shows the config call; its
+    # modules rely on the user. A package that says nothing of x64 is still told.
+    root = make(tmp_path, {
+        "told/__init__.py": '"""Spherical transforms.\n\nfloat64 is opt-in: call jax.config.update("jax_enable_x64", True)\nbefore creating arrays."""\n',
+        "told/_nufft.py": X64_MODULE,
+        "told/sub/__init__.py": "",
+        "told/sub/ops.py": X64_MODULE,
+        "silent/__init__.py": '"""Spherical transforms."""\n',
+        "silent/_nufft.py": X64_MODULE,
+    })
+    reported = found(root, ".")
+    assert ("told/_nufft.py", "JG903") not in reported
+    assert ("told/sub/ops.py", "JG903") not in reported
+    assert ("silent/_nufft.py", "JG903") in reported
+
+
 def test_a_decorator_that_scopes_x64_around_each_call_makes_its_users_aware(tmp_path):
     # phasespace: `@with_float64` runs each call under `with jax.enable_x64():`; the helpers
     # only the decorated functions call run with x64 on too

@@ -7,7 +7,6 @@ import difflib
 import functools
 import json
 import math
-import re
 import struct
 from importlib import resources
 
@@ -24,6 +23,7 @@ from jaxguard.checks._common import (
 )
 from jaxguard.lint.engine import RemoveNode, ReplaceNode
 from jaxguard.lint.facts import keyword, literal_str, positional
+from jaxguard.lint.jaxapi import NAMES_X64
 from jaxguard.lint.registry import Rule, register
 
 
@@ -274,7 +274,7 @@ def module_x64_aware(ctx) -> bool:
     """x64 enabled somewhere in the module, or the module reads/handles the x64 flag, or
     importing it enables x64 (its package or a module it imports does: the project index)."""
     project = ctx.settings.project
-    if ctx.settings.x64 or (project is not None and (project.x64 or project.x64_guards)):
+    if ctx.settings.x64 or (project is not None and (project.x64 or project.x64_guards or project.x64_told)):
         return True
     cached = ctx.facts.derived.get("jaxguard.x64_aware")
     if cached is not None:
@@ -287,15 +287,11 @@ def module_x64_aware(ctx) -> bool:
     return aware
 
 
-# the x64 flag by name, or x64 mode in words ("for x64 enabled runs", "under x64")
-_NAMES_X64 = re.compile(r"enable_x64|\bx64[ _-]?(mode|enabled|is enabled|on)\b|\b(enable|enabled|enabling|with|under) x64\b", re.I)
-
-
 def _tells_to_enable_x64(text: str) -> bool:
     """A comment or docstring that names the x64 flag (`jax_enable_x64`, `JAX_ENABLE_X64`,
     `jax.experimental.enable_x64`) or x64 mode (`# for x64 enabled runs`): the module
     documents that it runs with x64 on."""
-    return _NAMES_X64.search(text) is not None
+    return NAMES_X64.search(text) is not None
 
 
 def _scan_x64(ctx) -> bool:
@@ -321,6 +317,8 @@ def _scan_x64(ctx) -> bool:
                         found[0] = True
                 if qualified == "jax.config.read" and args and literal_str(args[0]) == "jax_enable_x64":
                     found[0] = True
+                if qualified == "builtins.getattr" and len(args) >= 2 and literal_str(args[1]) == "jax_enable_x64":
+                    found[0] = True  # `getattr(jax.config, "jax_enable_x64", False)`: the flag read
                 for arg in node.args:
                     if arg.keyword is not None and arg.keyword.value == "jax_enable_x64":
                         found[0] = True
@@ -566,6 +564,8 @@ class X64DtypeWithoutX64(Rule):
         with one that runs each call under `jax.enable_x64()` (`@with_float64`); an entry point that enables x64 and then imports the module;
         a module that a program calling such a guard imports, directly or not (each script's
         `main` checks `JAX_ENABLE_X64` and warns: the library modules it runs are covered);
+        a module of a package whose `__init__` docstring tells its users to enable x64
+        ("float64 is opt-in: call `jax.config.update("jax_enable_x64", True)`");
         a package `__init__` that imports all its submodules when one of them enables it;
         a package where a library module (one its other modules import: a solver) enables it
         at import, or a function switches it on, so whether it is on depends on what the user
@@ -621,6 +621,10 @@ class X64DtypeWithoutX64(Rule):
         "import os\nos.environ['JAX_ENABLE_X64'] = '1'\nimport jax.numpy as jnp\nx = jnp.zeros(3, jnp.float64)\n",
         "import jax\nimport jax.numpy as jnp\ndef f(x):\n    with jax.enable_x64(True):\n        return jnp.asarray(x, dtype=jnp.float64)\n",
         "import jax\nimport jax.numpy as jnp\ndef f(x):\n    dtype = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32\n    return x.astype(dtype)\n",
+        # the flag read with getattr, and a warning when it is off (jaxht's `_prepare`)
+        "import warnings\nimport jax\nimport jax.numpy as jnp\ndef prepare(n):\n"
+        "    if not getattr(jax.config, 'jax_enable_x64', True):\n        warnings.warn('enable x64')\n"
+        "    return jnp.zeros(n, jnp.float64)\n",
         "import jax.numpy as jnp\nimport numpy as np\ndef host(x):\n    return np.asarray(x).astype(jnp.float64)\n",
         "import jax.numpy as jnp\nDTYPES = {jnp.float32: 'f', jnp.float64: 'd'}\n",
         # a step counter or an index cast: int32 holds it, nothing changes

@@ -117,6 +117,9 @@ class ProjectView:
     # project functions of other modules this one calls that turn x64 on, or refuse (or warn)
     # to run without it (`require_x64("care")`): the module's 64-bit requests are not silent
     x64_guards: tuple = ()
+    # the module's package (or a package above it) tells its users, in its `__init__`
+    # docstring, to enable x64: its modules rely on them
+    x64_told: bool = False
     # another project module imports this one: it is a library module, and its
     # `if __name__ == "__main__":` block a self-test run by hand
     imported: bool = False
@@ -438,6 +441,11 @@ class ProjectIndex:
                 if imported is not None and imported != module:
                     found.setdefault(module, set()).add(imported)
         return found
+
+    @cached_property
+    def _x64_told(self) -> list[str]:
+        """The packages whose `__init__` docstring tells their users to enable x64."""
+        return sorted(module for module, summary in self.summaries.items() if summary.get("tells_x64"))
 
     @cached_property
     def _guarded_by(self) -> dict[str, str]:
@@ -781,6 +789,7 @@ class ProjectIndex:
                 as_named(name) for name in set(summary["imports"].values()) if self._constant_collection(name)
             )),
             x64_guards=tuple(sorted(as_named([*guards, *([self._guarded_by[module]] if module in self._guarded_by else [])]))),
+            x64_told=any(module == package or module.startswith(package + ".") for package in self._x64_told),
             construction_methods=self._methods_among(summary, building),
             called_after_construction=self._methods_among(summary, called_later),
             summary_error=summary.get("error", ""),

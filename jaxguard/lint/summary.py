@@ -32,6 +32,7 @@ from jaxguard.lint.jaxapi import (
     LAX_BODIES,
     MEMOIZERS,
     METADATA_CALLS,
+    NAMES_X64,
     NOT_CONSUMING,
     REORDERINGS,
     SHAPE_ATTRIBUTES,
@@ -40,7 +41,7 @@ from jaxguard.lint.jaxapi import (
     names_abstract_trace,
 )
 
-VERSION = 16  # of the summary format (part of its cache key)
+VERSION = 17  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -65,7 +66,7 @@ _X64_VALUES = (True, 1, "1", "true", "True")
 
 def empty_summary() -> dict:
     return {
-        "imports": {}, "star_imports": [], "x64": False, "x64_then_imports": [], "x64_then_imports_at_top": [], "imports_submodules": False, "lazy_imports": [], "x64_on_demand": False, "marks": [], "functions": {}, "static_fields": {},
+        "imports": {}, "star_imports": [], "x64": False, "tells_x64": False, "x64_then_imports": [], "x64_then_imports_at_top": [], "imports_submodules": False, "lazy_imports": [], "x64_on_demand": False, "marks": [], "functions": {}, "static_fields": {},
         "fields": [], "aliases": {}, "unaliased": [], "module_calls": [], "module_method_calls": [],
         "constant_collections": [],
     }
@@ -300,6 +301,9 @@ class _Summariser:
         # raise`) runs with it, as does whatever imports it; one that warns has told the user
         if any(_checks_x64(node) for node in tree.body):
             summary["x64"] = True
+        # a package whose `__init__` docstring tells its users to enable x64 ("float64 is
+        # opt-in: call jax.config.update('jax_enable_x64', True)"): its modules rely on them
+        summary["tells_x64"] = self.package == self.module and NAMES_X64.search(ast.get_docstring(tree) or "") is not None
         summary["x64_then_imports"] = sorted({
             target for node, _, _ in functions if enabling[node] for target in self._imported_after(node, min(enabling[node]))
         })
