@@ -415,13 +415,14 @@ class KeyFlow:
         return attribute not in methods and (attribute in stored or not external)
 
     def _expression(self, node: cst.BaseExpression, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
-        for item, inner in _calls_in_evaluation_order(node):
+        for item, inner in _calls_in_evaluation_order(node, self._choice_tables(node)):
             alternatives = self._alternatives(item)
             if alternatives is None:
                 self._call(item, state, shadowed | inner)
                 continue
             test, arms = alternatives
-            self._expression(test, state, shadowed | inner)
+            if test is not None:
+                self._expression(test, state, shadowed | inner)
             joined = None
             for arm in arms:
                 branch = state.copy()
@@ -439,9 +440,36 @@ class KeyFlow:
         inner = self.facts.qualname(func.args[0].value, self.scope)
         return inner if inner is not None and inner.startswith("jax.random.") else None
 
-    def _alternatives(self, item) -> tuple[cst.BaseExpression, list[cst.BaseExpression]] | None:
+    def _choice_tables(self, node: cst.BaseExpression) -> frozenset[int]:
+        """`node` as a dict display of which one value is used: the value of `inits = {...}`
+        when the scope reads `inits` once, by a subscript (`w = inits[kind]`). (A display
+        subscripted where it stands, `{...}[kind]`, the call collector sees itself.)"""
+        if not isinstance(node, cst.Dict):
+            return frozenset()
+        tables = set()
+        statement = self.statement
+        small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+        if (
+            isinstance(small, cst.Assign) and small.value is node
+            and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+        ):
+            name = small.targets[0].target.value
+            body = self.scope.node
+            reads = [n for n in descendants(body) if isinstance(n, cst.Name) and n.value == name and n in self.facts.loads]
+            looked_up = {
+                id(n.value) for n in descendants(body)
+                if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value == name
+            }
+            if len(reads) == 1 and id(reads[0]) in looked_up:
+                tables.add(id(node))
+        return frozenset(tables)
+
+    def _alternatives(self, item) -> tuple[cst.BaseExpression | None, list[cst.BaseExpression]] | None:
         """(test, the arms that may run) of `a if c else b` (a literal or constant test rules
-        one out) and of `jnp.where(c, a, b)` / `lax.select(c, a, b)`; None for other calls."""
+        one out), of `jnp.where(c, a, b)` / `lax.select(c, a, b)`, and of a table of choices
+        (no test: one value of `{"a": f(key), "b": g(key)}[kind]` is used); None for other calls."""
+        if isinstance(item, cst.Dict):
+            return None, [element.value for element in item.elements if isinstance(element, cst.DictElement)]
         if isinstance(item, cst.IfExp):
             truth = self.facts.truth(item.test)
             return item.test, [arm for arm, runs in ((item.body, truth is not False), (item.orelse, truth is not True)) if runs]
@@ -1595,8 +1623,9 @@ class _CallCollector(Visitor):
     """Calls inner before outer, left to right, with the names comprehensions rebind there.
     A conditional expression is one item, not entered: only one of its arms runs."""
 
-    def __init__(self) -> None:
-        self.calls: list[tuple[cst.Call | cst.IfExp, frozenset[str]]] = []
+    def __init__(self, tables: frozenset[int] = frozenset()) -> None:
+        self.tables = tables
+        self.calls: list[tuple[cst.CSTNode, frozenset[str]]] = []
         self.shadowed: list[frozenset[str]] = [frozenset()]
         # a comprehension's first iterable runs once, in the enclosing scope
         self.outer_iterables: dict[int, frozenset[str]] = {}
@@ -1606,6 +1635,16 @@ class _CallCollector(Visitor):
 
     def visit_IfExp(self, node: cst.IfExp) -> bool:
         self.calls.append((node, self.shadowed[-1]))
+        return False
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, cst.Dict):
+            self.tables = self.tables | {id(node.value)}  # `{"a": f(key), ...}[kind]`
+
+    def visit_Dict(self, node: cst.Dict) -> bool:
+        if id(node) not in self.tables:
+            return True
+        self.calls.append((node, self.shadowed[-1]))  # a table of choices: one value is used
         return False
 
     def visit_Call(self, node: cst.Call) -> bool:
@@ -1644,11 +1683,11 @@ def _selects(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression, cs
     return None
 
 
-def _calls_in_evaluation_order(node: cst.CSTNode) -> list[tuple[cst.Call | cst.IfExp, frozenset[str]]]:
+def _calls_in_evaluation_order(node: cst.CSTNode, tables: frozenset[int] = frozenset()) -> list[tuple[cst.CSTNode, frozenset[str]]]:
     """Calls in an expression, inner before outer, left to right, each with the names that
     enclosing comprehensions rebind there; lambdas are not entered, conditional expressions
-    are items of their own."""
-    collector = _CallCollector()
+    and the dict displays `tables` names (tables of choices) are items of their own."""
+    collector = _CallCollector(tables)
     walk(node, collector)
     return collector.calls
 
@@ -1748,7 +1787,10 @@ class KeyReuse(_KeyRule):
         with the key)
         are not paired: one key permutes paired arrays alike, on purpose. Draws under tests
         that cannot both hold (`if name == "moons":` and `if name == "grfs":`, with `name`
-        a parameter the body never rebinds, or a local bound once) are not on one path.
+        a parameter the body never rebinds, or a local bound once) are not on one path;
+        nor are the values of a table of choices, of which one is used (`{"random":
+        normal(key, s), "lecun": normal(key, s) * c}[kind]`, or such a dict read once, by a
+        subscript).
         In a notebook, draws are paired within a cell: a seed drawn from again in a later cell
         is shared by two experiments on purpose (a key used after a split is still JG602,
         also when it was drawn from before the split).
@@ -1783,6 +1825,9 @@ class KeyReuse(_KeyRule):
         "        b = jax.random.uniform(self.key)\n        return a, b\n",
         "from jax import random\nkey = random.PRNGKey(0)\nprint(random.normal(key, shape=(1,)))\nprint(key)\nprint(random.normal(key, shape=(1,)))\n",
         "import jax\ndef init(key):\n    w = jax.random.normal(key, (3, 3))\n    b = jax.random.uniform(key, (3,))\n    return w, b\n",
+        # a table of draws read twice: two of its values are used
+        "import jax\ndef init(n, key):\n    inits = {'a': jax.random.normal(key, (n,)), 'b': jax.random.uniform(key, (n,))}\n"
+        "    return inits['a'] + inits['b']\n",
         # a split key of the module read by a function below (a global there)
         "import jax\nrng_key = jax.random.key(0)\nxx = jax.random.normal(rng_key, (3,))\ninit_key, run_key = jax.random.split(rng_key, 2)\n"
         "def use():\n    return jax.random.normal(init_key)\nprint(use(), xx)\n",
@@ -1838,6 +1883,10 @@ class KeyReuse(_KeyRule):
         "    losses = [float(x) for x in losses]\n    return params, losses, jax.random.normal(k1)\n",
         # a leftover split after the last read of the key: its results are never read
         "import jax\ndef reset_fn(key):\n    obs = jax.random.normal(key)\n    next_key, key = jax.random.split(key)\n    return obs\n",
+        # a table of initializers, each drawing from the key: one of them is used
+        "import jax\nimport jax.numpy as jnp\ndef init(n, kind, key):\n"
+        "    inits = {'zero': jnp.zeros(n), 'random': jax.random.normal(key, (n,)), 'lecun': jax.random.normal(key, (n,)) / n}\n"
+        "    return inits[kind]\n",
         # ... the same names in a function below are that function's own variables
         "import jax\nrng_key = jax.random.key(0)\nxx = jax.random.normal(rng_key, (3,))\n"
         "init_key, run_key = jax.random.split(rng_key, 2)\n"
@@ -2214,6 +2263,8 @@ def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
     for item, _ in _calls_in_evaluation_order(node):
         if isinstance(item, cst.IfExp):
             calls += [call for part in (item.test, item.body, item.orelse) for call in _calls_in(part)]
+        elif isinstance(item, cst.Dict):  # a table of choices
+            calls += [call for element in item.elements for call in _calls_in(element.value)]
         else:
             calls.append(item)
     return calls
