@@ -521,6 +521,9 @@ class TracedReadsMutableGlobal(Rule):
     """
     invalid = (
         "import jax\ng = 0.\ndef f(x):\n    return x + g\nprint(jax.jit(f)(4.))\ng = 10.\n",
+        # set by a function to a literal other than the module's
+        "import jax\ngamma = 0.9\ndef train(n):\n    global gamma\n    gamma = 0.99\n    return step(n)\n"
+        "@jax.jit\ndef step(x):\n    return x * gamma\n",
         # a flag set where it may already be set, read into the computation
         "import jax\n_warned = False\ndef warn_if_wide(n):\n    global _warned\n    if _warned or n > 5:\n"
         "        _warned = True\n@jax.jit\ndef f(x):\n    warn_if_wide(x.shape[0])\n    return x if _warned else -x\n",
@@ -599,6 +602,9 @@ class TracedReadsMutableGlobal(Rule):
         "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.scale\n",
     )
     valid = (
+        # set by a function to the same literal on every call, never to another value
+        "import jax\ndef train(n):\n    global gamma\n    gamma = 0.99\n    return step(n)\n"
+        "@jax.jit\ndef step(x):\n    return x * gamma\n",
         # set by a function, but to what imports and the environment give alike on every call
         "import jax\n_PLATFORM = None\ndef detect():\n    global _PLATFORM\n    _PLATFORM = jax.devices()[0].platform\n"
         "    return _PLATFORM\n@jax.jit\ndef f(x):\n    return x * 2 if _PLATFORM == 'tpu' else x\n",

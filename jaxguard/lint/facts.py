@@ -1123,14 +1123,24 @@ class ModuleFacts:
         if name in judging:
             return True  # globals set from each other: not shown to be constant
         judging.add(name)
+        settings = self.global_settings.get(name, [])
         try:
-            known[name] = any(
+            known[name] = not self._one_literal(name) and any(
                 value is None or _is_literal(value) or not self.built_from_constants(value, scope, exclude=name)
-                for scope, value in self.global_settings.get(name, [])
+                for scope, value in settings
             )
         finally:
             judging.discard(name)
         return known[name]
+
+    def _one_literal(self, name: str) -> bool:
+        """Every binding of global `name`, by the module or by functions (an initialisation
+        too), is the same literal (`global gamma; gamma = 0.99` in each trial): its value
+        never changes."""
+        values = self.module_scope.values.get(name, [])
+        if not values or any(value is None or not _is_literal(value) for value in values):
+            return False
+        return len({self.module.code_for_node(value) for value in values}) == 1
 
     def built_from_constants(
         self, value: cst.BaseExpression, scope: Scope, receiver: str | None = None,
