@@ -620,7 +620,7 @@ class KeyFlow:
             # bound once here (a comprehension's own `x` is another variable), or never read
             # anywhere in the module (a scratch script's `X_demo = normal(key, ...)`, twice)
             bindings = len(self.scope.values.get(name, ())) - _comprehension_bindings(body, name)
-            if bindings != 1 and name in self._loaded_names():
+            if bindings != 1 and name in self.facts.names_read:
                 return False
             return name in self._read_only_for_shape_here(owner, drawn)
         return False
@@ -643,13 +643,6 @@ class KeyFlow:
                 body = body.value
             return params == [getattr(body, "value", None)] and self._batched(value.args[1].value, call)
         return False
-
-    def _loaded_names(self) -> set[str]:
-        """Every name the module reads somewhere; once per module."""
-        derived = self.facts.derived
-        if "loaded-names" not in derived:
-            derived["loaded-names"] = {name.value for name in self.facts.loads}
-        return derived["loaded-names"]
 
     def _read_only_for_shape_here(self, owner: Scope, drawn: bool) -> set[str]:
         """The names a function's scope (or a program's module scope) binds and reads only

@@ -82,6 +82,9 @@ class PrintInTraced(Rule):
         Calls with `file=`, `sep=`, `end=` or `*args` are not fixed.
     """
     invalid = (
+        # ... and called
+        "import jax\ndef rollout(p):\n    print(p)\n    return p\ndef main():\n    fast = jax.jit(rollout)\n"
+        "    for i in range(3):\n        out = fast(1.0)\n",
         # traced whatever `verbose` is: the print shows a tracer once
         "import jax\ndef solve(x, verbose):\n    def step(c):\n        if verbose:\n            print(c)\n        return c - 1\n"
         "    return jax.lax.while_loop(lambda c: c > 0, step, x)\n",
@@ -97,6 +100,9 @@ class PrintInTraced(Rule):
         "import jax\n@jax.jit\ndef f(grads):\n    print(jax.tree_util.tree_map(lambda g: g.sum(), grads))\n    return grads\n",
     )
     valid = (
+        # a jitted wrapper that nothing calls (its call commented out): never traced
+        "import jax\ndef rollout(p):\n    print(p)\n    return p\ndef main():\n    fast = jax.jit(rollout)\n"
+        "    for i in range(3):\n        # out = fast(1.0)\n        out = rollout(1.0)\n",
         # a tree of the traced leaves' shapes (DIffUCO's gradient check)
         "import jax\n@jax.jit\ndef f(grads):\n    print(jax.tree_util.tree_map(lambda g: g.shape, grads))\n    return grads\n",
         # traced only where `verbose` is false: with it, a Python loop runs the step eagerly

@@ -1040,6 +1040,11 @@ class ModuleFacts:
         return loaded_names(self.module)
 
     @functools.cached_property
+    def names_read(self) -> set[str]:
+        """Every name the module reads somewhere."""
+        return {name.value for name in self.loads}
+
+    @functools.cached_property
     def is_notebook(self) -> bool:
         """The module is a notebook's code cells: the whole program, run in order, never imported."""
         header = self.module.header
@@ -1934,7 +1939,7 @@ class ModuleFacts:
                     self.jit_decorated.add(info.node)
         # 2. call forms: jax.jit(f, ...), lax.scan(body, ...), partial(jax.jit, ...)(f)
         for call, scope in self.transform_calls:
-            if call not in self.eager_transform_calls:
+            if call not in self.eager_transform_calls and not self._wrapper_unused(call, scope):
                 self._record_transform_call(call, scope)
         # 3. what other modules of the project do with this one's functions
         if self.project is not None:
@@ -2118,6 +2123,17 @@ class ModuleFacts:
         if is_host_callback(name):
             return False
         return name.startswith(FUNCTION_APPLYING_PREFIXES) or name in FUNCTION_APPLYING_BUILTINS
+
+    def _wrapper_unused(self, call: cst.Call, scope: Scope) -> bool:
+        """`fast = jax.jit(rollout)` bound to a name nothing reads (its call commented out): a
+        function's local, or a name of a program's top level (nothing imports it). The
+        wrapper never runs, so it traces nothing."""
+        if scope.kind != "function" and not (scope.kind == "module" and self.is_program):
+            return False
+        names = [name for name, values in scope.values.items() if any(value is call for value in values)]
+        if not names or any(name in scope.declared_global or name in scope.declared_nonlocal for name in names):
+            return False
+        return not any(name in self.names_read for name in names)
 
     def _record_transform_call(self, call: cst.Call, scope: Scope) -> None:
         name = self.qualname(call.func, scope)
