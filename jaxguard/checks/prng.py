@@ -444,7 +444,7 @@ class KeyFlow:
         """`node` as a dict display of which one value is used: the value of `inits = {...}`
         when the scope reads `inits` once, by a subscript (`w = inits[kind]`). (A display
         subscripted where it stands, `{...}[kind]`, the call collector sees itself.)"""
-        if not isinstance(node, cst.Dict):
+        if not _table_display(node):
             return frozenset()
         tables = set()
         statement = self.statement
@@ -1631,7 +1631,7 @@ class _CallCollector(Visitor):
         return False
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if isinstance(node.value, cst.Dict):
+        if _table_display(node.value):
             self.tables = self.tables | {id(node.value)}  # `{"a": f(key), ...}[kind]`
 
     def visit_Dict(self, node: cst.Dict) -> bool:
@@ -1665,6 +1665,11 @@ class _CallCollector(Visitor):
             self.shadowed.pop()
         if isinstance(original_node, _COMPREHENSIONS):
             self.shadowed.pop()
+
+
+def _table_display(node: cst.BaseExpression) -> bool:
+    """A dict display of plain `key: value` items (no `**other`), at least one."""
+    return isinstance(node, cst.Dict) and bool(node.elements) and all(isinstance(e, cst.DictElement) for e in node.elements)
 
 
 def _selects(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression] | None:
@@ -1876,6 +1881,8 @@ class KeyReuse(_KeyRule):
         "    losses = [float(x) for x in losses]\n    return params, losses, jax.random.normal(k1)\n",
         # a leftover split after the last read of the key: its results are never read
         "import jax\ndef reset_fn(key):\n    obs = jax.random.normal(key)\n    next_key, key = jax.random.split(key)\n    return obs\n",
+        # dict displays looked up where they stand that are no table of draws
+        "import jax\ndef pick(key, k, d):\n    a = {**d}[k]\n    b = {}[k]\n    return a, b, jax.random.normal(key)\n",
         # a table of initializers, each drawing from the key: one of them is used
         "import jax\nimport jax.numpy as jnp\ndef init(n, kind, key):\n"
         "    inits = {'zero': jnp.zeros(n), 'random': jax.random.normal(key, (n,)), 'lecun': jax.random.normal(key, (n,)) / n}\n"
