@@ -148,19 +148,6 @@ def test_a_helper_whose_split_keys_reach_no_draw_does_not_draw(tmp_path):
     assert not any(path == "pkg/run.py" and line == 5 for path, line, _ in lines)
 
 
-def test_a_program_s_jitted_wrapper_that_nothing_calls_traces_nothing(tmp_path):
-    # rl_with_jax: `jit_rollout = jax.jit(rollout)`, its only call commented out; a library
-    # module's top-level wrapper may be used by whoever imports it
-    body = (
-        "import jax\ndef rollout(p):\n    print(p)\n    return p\nfast = jax.jit(rollout)\n"
-        "for i in range(3):\n    # out = fast(1.0)\n    out = rollout(1.0)\n"
-    )
-    root = make(tmp_path, {"run.py": body, "pkg/__init__.py": "", "pkg/lib.py": body})
-    reported = found(root, ".")
-    assert ("run.py", "JG101") not in reported
-    assert ("pkg/lib.py", "JG101") in reported
-
-
 def test_numbers_drawn_for_a_helper_that_reads_only_their_shape_are_a_template(tmp_path):
     # AdaptiveRNNWaveFunctions: a dummy input drawn from key1 goes only to a helper of another
     # module that hands it to a model's init; key1 drawn from again later is not a reuse

@@ -2125,10 +2125,10 @@ class ModuleFacts:
         return name.startswith(FUNCTION_APPLYING_PREFIXES) or name in FUNCTION_APPLYING_BUILTINS
 
     def _wrapper_unused(self, call: cst.Call, scope: Scope) -> bool:
-        """`fast = jax.jit(rollout)` bound to a name nothing reads (its call commented out): a
-        function's local, or a name of a program's top level (nothing imports it). The
-        wrapper never runs, so it traces nothing."""
-        if scope.kind != "function" and not (scope.kind == "module" and self.is_program):
+        """`fast = jax.jit(rollout)` bound to a function's local that nothing reads (its call
+        commented out): the wrapper never runs, so it traces nothing. (A top-level name may
+        be used by code that imports the module, a notebook or a test: it is kept.)"""
+        if scope.kind != "function":
             return False
         names = [name for name, values in scope.values.items() if any(value is call for value in values)]
         if not names or any(name in scope.declared_global or name in scope.declared_nonlocal for name in names):
