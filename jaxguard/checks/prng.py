@@ -444,25 +444,21 @@ class KeyFlow:
         """`node` as a dict display of which one value is used: the value of `inits = {...}`
         when the scope reads `inits` once, by a subscript (`w = inits[kind]`). (A display
         subscripted where it stands, `{...}[kind]`, the call collector sees itself.)"""
-        if not _table_display(node):
-            return frozenset()
-        tables = set()
         statement = self.statement
         small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
-        if (
-            isinstance(small, cst.Assign) and small.value is node
+        if not (
+            _table_display(node) and isinstance(small, cst.Assign) and small.value is node
             and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
         ):
-            name = small.targets[0].target.value
-            body = self.scope.node
-            reads = [n for n in descendants(body) if isinstance(n, cst.Name) and n.value == name and n in self.facts.loads]
-            looked_up = {
-                id(n.value) for n in descendants(body)
-                if isinstance(n, cst.Subscript) and isinstance(n.value, cst.Name) and n.value.value == name
-            }
-            if len(reads) == 1 and id(reads[0]) in looked_up:
-                tables.add(id(node))
-        return frozenset(tables)
+            return frozenset()
+        name = small.targets[0].target.value
+        reads, looked_up = [], set()
+        for inner in descendants(self.scope.node):
+            if isinstance(inner, cst.Name) and inner.value == name and inner in self.facts.loads:
+                reads.append(inner)
+            elif isinstance(inner, cst.Subscript) and isinstance(inner.value, cst.Name) and inner.value.value == name:
+                looked_up.add(id(inner.value))
+        return frozenset({id(node)}) if len(reads) == 1 and id(reads[0]) in looked_up else frozenset()
 
     def _alternatives(self, item) -> tuple[cst.BaseExpression | None, list[cst.BaseExpression]] | None:
         """(test, the arms that may run) of `a if c else b` (a literal or constant test rules

@@ -769,6 +769,8 @@ class ProjectIndex:
                     bool(callee.get("array")), handed_back, bool(callee.get("swallows")),
                     tuple(callee.get("shape_templates", ())), tuple(callee.get("reorders", ())),
                 ))
+        if module in self._guarded_by:
+            guards.append(self._guarded_by[module])  # a program that imports it checks x64
         source = self.x64_source(module)
         building, called_later = self._method_callers
         return ProjectView(
@@ -788,8 +790,8 @@ class ProjectIndex:
             constant_collections=tuple(sorted(
                 as_named(name) for name in set(summary["imports"].values()) if self._constant_collection(name)
             )),
-            x64_guards=tuple(sorted(as_named([*guards, *([self._guarded_by[module]] if module in self._guarded_by else [])]))),
-            x64_told=any(module == package or module.startswith(package + ".") for package in self._x64_told),
+            x64_guards=tuple(sorted(as_named(guards))),
+            x64_told=any(module == told or module.startswith(told + ".") for told in self._x64_told),
             construction_methods=self._methods_among(summary, building),
             called_after_construction=self._methods_among(summary, called_later),
             summary_error=summary.get("error", ""),

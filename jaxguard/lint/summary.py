@@ -647,12 +647,9 @@ class _KeyUses:
         """`sub, key = split(key)`: a draw when a key it hands out may be drawn from. Keys
         read nowhere draw nothing; keys handed only to project functions are judged by the
         index (`ensrf_step(..., subkeys[t])`, which never reads its key: nothing is drawn)."""
-        statement = self.parents.get(id(call))
-        if isinstance(statement, ast.Expr):
-            return
-        targets = _bound_names(statement) if isinstance(statement, ast.Assign) and statement.value is call else None
-        if targets is not None and self.split_from is not None and call in self.split_from:
+        if self.split_from is not None and call in self.split_from:
             return  # a split of these keys already being followed (a loop): nothing new
+        targets = self._bound_by(call)
         if targets is not None:
             keys = _KeyUses(
                 self.s, self.param, self.all_loads, self.flat, self.local, self.cls, self.self_name, self.objects,
@@ -663,16 +660,21 @@ class _KeyUses:
                 return
         self.draws, self.reorders = True, False
 
+    def _bound_by(self, call: ast.Call) -> list[str] | None:
+        """The names `call`'s result is bound to: none for a statement of its own, those of
+        `a, *b = call`; None when it goes anywhere else (an attribute, a container, an
+        argument, a return)."""
+        statement = self.parents.get(id(call))
+        if isinstance(statement, ast.Expr):
+            return []
+        return _bound_names(statement) if isinstance(statement, ast.Assign) and statement.value is call else None
+
     def _loads_after(self, call: ast.Call, names: set[str]) -> list[ast.Name]:
         """The reads of `names` that may see what `call` bound to them: later, anywhere in a
         loop around it (the next pass) or in a nested function or lambda (called who knows
         when); a read before it is of the value it had."""
         inside = {id(node) for node in ast.walk(call)}
-        anytime = [
-            (node.lineno, node.end_lineno) for node in self.flat.nodes
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            or (isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node.lineno <= call.lineno <= (node.end_lineno or 0))
-        ]
+        anytime = [(start, end) for start, end, loop in self.flat.spans() if not loop or start <= call.lineno <= (end or 0)]
         end = (call.end_lineno or call.lineno, call.end_col_offset or 0)
         return sorted((
             load for name in names for load in self.all_loads.get(name, [])
@@ -683,10 +685,7 @@ class _KeyUses:
         """Split keys given to array or builtin code: `subkeys = jnp.array(subkeys)` keeps
         them under that name (its reads are followed), a statement of its own (a print)
         drops them; any other result may hold them."""
-        statement = self.parents.get(id(call))
-        if isinstance(statement, ast.Expr):
-            return
-        names = _bound_names(statement) if isinstance(statement, ast.Assign) and statement.value is call else None
+        names = self._bound_by(call)
         if names is None:
             self.unknown = True
             return
@@ -1074,6 +1073,7 @@ class _Flat:
         self.own_returns: list[ast.Return] = []
         self.generator = False
         self.imports: dict[str, str] | None = None
+        self._spans: list[tuple[int, int | None, bool]] | None = None
         stack = [(child, True) for child in (_children(root) if roots is None else roots)]
         parents = self.parents
         for child, _ in stack:
@@ -1100,6 +1100,17 @@ class _Flat:
                 if type(child) in _WITH_PARENT:  # what the key analysis looks up from
                     parents[id(child)] = node
                 stack.append((child, inner))
+
+
+    def spans(self) -> list[tuple[int, int | None, bool]]:
+        """(first line, last line, is a loop) of the loops and nested functions and lambdas
+        (code that may run again, or later); once per walk."""
+        if self._spans is None:
+            self._spans = [
+                (node.lineno, node.end_lineno, isinstance(node, (ast.For, ast.AsyncFor, ast.While))) for node in self.nodes
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.For, ast.AsyncFor, ast.While))
+            ]
+        return self._spans
 
 
 _WITH_PARENT = frozenset({ast.Name, ast.Call, ast.keyword, ast.Subscript})
