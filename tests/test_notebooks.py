@@ -394,14 +394,18 @@ def test_a_key_is_paired_within_a_cell_and_after_a_split_across_cells(tmp_path, 
     assert code == 0 and "JG60" not in out
     code, out = run_cells(tmp_path, capsys, [*cells[:2], ("code", "y = jax.random.uniform(key, (3,))\nz = jax.random.normal(key, (3,))\nprint(y, z)")])
     assert [line.split(": ")[0:2] for line in out.splitlines() if "JG" in line] == [["nb.ipynb:cell 3:2:5", "JG601 PRNG key 'key' is used again"]]
-    code, out = run_cells(tmp_path, capsys, [("code", "import jax\nkey = jax.random.PRNGKey(0)\nk1, k2 = jax.random.split(key)\nprint(k1, k2)"),
+    # (the split's keys drawn from: a split whose keys are only printed draws nothing)
+    code, out = run_cells(tmp_path, capsys, [("code", "import jax\nkey = jax.random.PRNGKey(0)\nk1, k2 = jax.random.split(key)\nprint(jax.random.normal(k1), k2)"),
                                              ("code", "y = jax.random.uniform(key, (3,))\nprint(y)")])
     assert "nb.ipynb:cell 2:1:5: JG602" in out
+    code, out = run_cells(tmp_path, capsys, [("code", "import jax\nkey = jax.random.PRNGKey(0)\nk1, k2 = jax.random.split(key)\nprint(k1, k2)"),
+                                             ("code", "y = jax.random.uniform(key, (3,))\nprint(y)")])
+    assert "JG602" not in out
     # drawn from, then split (learned_optimization's notebook): a later cell's use repeats
     # the split's keys, as after a split alone
     code, out = run_cells(tmp_path, capsys, [
-        ("code", "import jax\nkey = jax.random.PRNGKey(0)\nw = jax.random.normal(key, (3,))\nkeys = jax.random.split(key, 4)\nprint(w, keys)"),
-        ("code", "k1, key = jax.random.split(key)\nprint(k1, key)"),
+        ("code", "import jax\nkey = jax.random.PRNGKey(0)\nw = jax.random.normal(key, (3,))\nkeys = jax.random.split(key, 4)\nprint(w, jax.random.normal(keys[0]))"),
+        ("code", "k1, key = jax.random.split(key)\nprint(jax.random.normal(k1), key)"),
     ])
     assert "nb.ipynb:cell 1:4:8: JG601" in out and "nb.ipynb:cell 2:1:11: JG602" in out
     # the same code as a module is one program: the second draw is reported

@@ -132,19 +132,25 @@ def test_a_helper_whose_split_keys_reach_no_draw_does_not_draw(tmp_path):
             # `broadcast_to_devices`): they go on to whoever draws from them
             "from typing import TypeVar\nT = TypeVar('T')\ndef to_devices(tree: T) -> T:\n    return tree\n"
             "def device_keys(key):\n    keys = random.split(key, 2)\n    return to_devices(keys)\n"
+            # ... or mapped over by a function, which draws from them (its result is not
+            # the keys, whatever reads it)
+            "def mapped_steps(x, n, key):\n    subkeys = random.split(key, n)\n"
+            "    noise = jax.tree.map(lambda k: random.normal(k), subkeys)\n    return ensrf_step(x, noise)\n"
         ),
         "pkg/run.py": (
-            "from jax import random\nfrom pkg.filters import device_keys, ensrf_steps, enkf_steps, kept_steps\n"
+            "from jax import random\nfrom pkg.filters import device_keys, ensrf_steps, enkf_steps, kept_steps, mapped_steps\n"
             "def deterministic(x, key):\n    y = ensrf_steps(x, 3, key)\n    return y, random.normal(key, (3,))\n"
             "def stochastic(x, key):\n    y = enkf_steps(x, 3, key)\n    return y, random.normal(key, (3,))\n"
             "def kept(x, key):\n    y = kept_steps(x, 3, key)\n    return y, random.normal(key, (3,))\n"
             "def placed(key):\n    keys = device_keys(key)\n    return keys, random.normal(key, (3,))\n"
+            "def mapped(x, key):\n    y = mapped_steps(x, 3, key)\n    return y, random.normal(key, (3,))\n"
         ),
     })
     lines = check(root, "pkg")
     assert ("pkg/run.py", 8, "JG601") in lines
     assert ("pkg/run.py", 11, "JG601") in lines
     assert ("pkg/run.py", 14, "JG601") in lines
+    assert ("pkg/run.py", 17, "JG601") in lines
     assert not any(path == "pkg/run.py" and line == 5 for path, line, _ in lines)
 
 

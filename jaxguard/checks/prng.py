@@ -36,6 +36,7 @@ from jaxguard.lint.facts import (
     target_name_nodes,
 )
 from jaxguard.lint.jaxapi import (
+    KEY_APPLYING,
     KEY_LOOKING,
     KEY_MAKERS,
     KEY_NEUTRAL_PREFIXES,
@@ -485,9 +486,10 @@ class KeyFlow:
             key = self._key_id(arg, known_only=False) if arg is not None else None
             if key is not None and key.split("[")[0] not in shadowed:
                 split = name == "jax.random.split"
-                if split and (self._split_unread(call) or self._only_shape_used(call, drawn=True)):
-                    # `_, sub = split(key)` and neither is read, or read only by an abstract
-                    # evaluation (`jax.jit(step).lower(keys, ...)`): nothing is drawn
+                if split and (self._split_unread(call) or self._only_shape_used(call, drawn=True) or self._split_keys_ignored(call)):
+                    # `_, sub = split(key)` and neither is read, read only by an abstract
+                    # evaluation (`jax.jit(step).lower(keys, ...)`), or only by functions
+                    # shown to ignore their key: nothing is drawn
                     return
                 self._consume(
                     key, call, name, split, state, maybe=not split and self._only_shape_used(call, drawn=True),
@@ -766,6 +768,58 @@ class KeyFlow:
         names = set().union(*(_names_in(target) for target in targets))
         return not _read_after(self.facts, self.scope.node, call, names)
 
+    def _split_keys_ignored(self, call: cst.Call) -> bool:
+        """`key, *subkeys = split(key, n)` whose keys are read only by functions shown to
+        ignore the key they get (a function of the module whose body never draws from it,
+        or one the project index judges IGNORES), kept by array code on the way
+        (`subkeys = jnp.array(subkeys)`, `subkeys[t]`) or only looked at: the split hands out
+        keys nobody draws from, so it draws nothing (the summary judges a split the same
+        way: `_KeyUses._split`)."""
+        bound = _bound_names(self.statement, call)
+        if not bound:
+            return False  # a bare `split(key)` reads as meant to change the key; other places are not followed
+        body = self.scope.node
+        reads = _argument_reads(self.facts, body)
+        pending, seen = [(call, bound)], set()
+        while pending:
+            at, names = pending.pop()
+            if names is None:
+                return False  # keys kept somewhere but in names: followed no further
+            for read in _reads_after(self.facts, body, at, names):
+                if id(read) in seen:
+                    continue
+                seen.add(id(read))
+                found = reads.get(id(read), _NOT_AN_ARGUMENT)
+                if found is _NOT_AN_ARGUMENT:
+                    return False  # returned, stored, put in a container, drawn from...
+                if found is None:
+                    continue  # `key.shape`, `key is None`: looking is not drawing
+                inner, arg, scope = found
+                name = self.facts.qualname(inner.func, scope)
+                if name in KEY_APPLYING:
+                    return False  # `jax.tree.map(lambda k: normal(k), keys)`: the function applied may draw
+                if (name or "").startswith(KEY_NEUTRAL_PREFIXES):
+                    # `subkeys = jnp.array(subkeys)`: kept under the names bound; `print(keys)` drops them
+                    pending.append((inner, _bound_names(_statement_of(self.facts, body, inner), inner)))
+                    continue
+                if not self._ignored_by(inner, arg, scope, name):
+                    return False
+        return True
+
+    def _ignored_by(self, call: cst.Call, arg: cst.Arg, scope: Scope, name: str | None) -> bool:
+        """The function `call` gives `arg` to is shown never to draw from that key: a function
+        of this module whose body does not use the parameter it binds, or a project function
+        the index judges IGNORES."""
+        callee = self.facts.function_for(call.func, scope) or self.facts.instance_method(call.func, scope)
+        if callee is not None:
+            param = _receiving_param(self.facts, callee, call, arg)
+            return (
+                param is not None and _only_passed_or_looked_at(self.facts, callee, param)
+                and param_use(self.facts, callee, param, _given_params(self.facts, callee, call)) is None
+            )
+        qualified = name or self.facts.object_method_name(call.func, scope)
+        return project_key_verdict(self.facts, qualified, call, arg) == IGNORES
+
     def _split_unread(self, call: cst.Call) -> bool:
         """Assigned, and none of its results read (a bare `split(key)` statement is not: it
         reads as a split meant to change `key`, and what follows reuses the key)."""
@@ -938,26 +992,122 @@ def _named_target(statement: cst.CSTNode | None, call: cst.Call) -> bool:
 
 
 def _read_after(facts: ModuleFacts, body: cst.CSTNode, call: cst.CSTNode, names: set[str]) -> bool:
-    """Is one of `names` read after `call` in `body`: later in the code, anywhere in a loop
-    around it (the next pass), or in a nested function or lambda (called who knows when)?
-    A read before it (`reset(self, key)` then a leftover `_, key = split(key)`) is of the
-    value it had."""
-    cache = facts.derived.setdefault("nodes-in-order", {})
-    if body not in cache:
-        cache[body] = _in_order(body)
-    nodes, position_of, loops, nested = cache[body]
-    position = position_of.get(id(call))
+    """Is one of `names` read after `call` in `body` (see `_reads_after`)? Also yes when
+    `call` is not found in `body`."""
+    return _position_in(facts, body, call) is None or bool(_reads_after(facts, body, call, names))
+
+
+def _reads_after(facts: ModuleFacts, body: cst.CSTNode, call: cst.CSTNode, names: set[str]) -> list[cst.Name]:
+    """The reads of `names` in `body` that may see what `call` bound: later in the code,
+    anywhere in a loop around it (the next pass), or in a nested function or lambda (called
+    who knows when). A read before it (`reset(self, key)` then a leftover `_, key =
+    split(key)`) is of the value it had; a nested function's own local of the name is
+    another variable."""
+    position = _position_in(facts, body, call)
     if position is None:
-        return True
+        return []
+    nodes, _, loops, nested = _nodes_in_order(facts, body)
     call_end = position + len(descendants(call))
     # (a subtree is a run of the pre-order: a loop around the call spans its position)
     anytime = [(start, stop) for start, stop, _ in nested] + [(start, stop) for start, stop in loops if start < position < stop]
-    return any(
-        isinstance(node, cst.Name) and node.value in names and node in facts.loads
+    return [
+        node for i, node in enumerate(nodes)
+        if isinstance(node, cst.Name) and node.value in names and node in facts.loads
         and not position <= i < call_end and (i > position or any(start <= i < stop for start, stop in anytime))
         and not _local_to_nested(facts, nested, i, node.value, position)
-        for i, node in enumerate(nodes)
+    ]
+
+
+def _nodes_in_order(facts: ModuleFacts, body: cst.CSTNode) -> tuple:
+    cache = facts.derived.setdefault("nodes-in-order", {})
+    if body not in cache:
+        cache[body] = _in_order(body)
+    return cache[body]
+
+
+def _position_in(facts: ModuleFacts, body: cst.CSTNode, node: cst.CSTNode) -> int | None:
+    return _nodes_in_order(facts, body)[1].get(id(node))
+
+
+_NOT_AN_ARGUMENT = object()
+
+
+def _argument_reads(facts: ModuleFacts, body: cst.CSTNode) -> dict[int, tuple | None]:
+    """For the names of `body` given as an argument, whole or by one of their items
+    (`f(key)`, `f(subkeys[t])`): (the call, the argument, the scope the call is in); for
+    names only looked at (`key.shape`, `key is None`): None. Computed once per body."""
+    cache = facts.derived.setdefault("argument-reads", {})
+    if body in cache:
+        return cache[body]
+    nodes, _, _, nested = _nodes_in_order(facts, body)
+    scopes = [(start, stop, facts.scopes.get(node)) for start, stop, node in nested]
+    outer = facts.scopes.get(body) or facts.module_scope
+    found: dict[int, tuple | None] = {}
+    for i, node in enumerate(nodes):
+        if isinstance(node, cst.Call):
+            around = [scope for start, stop, scope in scopes if start <= i < stop and scope is not None]
+            for arg in node.args:
+                value = arg.value
+                while isinstance(value, cst.Subscript):
+                    value = value.value  # `subkeys[t]`: one of the keys
+                if isinstance(value, cst.Name) and not arg.star:
+                    found[id(value)] = (node, arg, around[-1] if around else outer)
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            found[id(node.value)] = None
+        elif isinstance(node, cst.Comparison) and isinstance(node.left, cst.Name):
+            found[id(node.left)] = None
+    cache[body] = found
+    return found
+
+
+def _only_passed_or_looked_at(facts: ModuleFacts, callee, param: str) -> bool:
+    """Every read of `param` in the body of the module-local function `callee` is an argument
+    of a call (which the key flow judges) or a look (`key.shape`): none puts it where the flow
+    loses it (`rngs = {"dropout": key}`, a return), so the flow's "not drawn" is a proof."""
+    if not isinstance(callee.node, cst.FunctionDef):
+        return False
+    reads = _argument_reads(facts, callee.node.body)
+    return all(
+        reads.get(id(node), _NOT_AN_ARGUMENT) is not _NOT_AN_ARGUMENT
+        for node in descendants(callee.node.body)
+        if isinstance(node, cst.Name) and node.value == param and node in facts.loads
     )
+
+
+def _statement_of(facts: ModuleFacts, body: cst.CSTNode, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The simple statement line of `body` that holds `node`."""
+    nodes, position_of, _, _ = _nodes_in_order(facts, body)
+    position = position_of.get(id(node))
+    if position is None:
+        return None
+    lines = [
+        line for i, line in enumerate(nodes[:position])
+        if isinstance(line, cst.SimpleStatementLine) and position < i + len(descendants(line))
+    ]
+    return lines[-1] if lines else None
+
+
+def _bound_names(statement: cst.CSTNode | None, call: cst.Call) -> set[str] | None:
+    """The names a statement line binds `call`'s result to (`a, *rest = call`); none for a
+    line that is the call alone (a print drops it); None when it goes anywhere else."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if isinstance(small, cst.Expr) and small.value is call:
+        return set()
+    if not (isinstance(small, cst.Assign) and small.value is call):
+        return None
+    targets = [target.target for target in small.targets]
+    if not all(_plain_target(target) for target in targets):
+        return None
+    return set().union(*(_names_in(target) for target in targets))
+
+
+def _plain_target(target: cst.BaseExpression) -> bool:
+    """A name, or a tuple or list of names and starred names (`key, *subkeys`)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return all(_plain_target(element.value) for element in target.elements)
+    return isinstance(target, cst.Name)
 
 
 def _local_to_nested(facts: ModuleFacts, nested: list, i: int, name: str, position: int) -> bool:
@@ -1958,6 +2108,12 @@ class KeyReuse(_KeyRule):
         "    params = f.init(rng, x)\n    return jax.jit(f.apply)(params, rng, x)\n",
         # only one arm of a conditional expression runs
         "import jax\ndef sample(key, is_int):\n    return jax.random.randint(key, (2,), 0, 2) if is_int else jax.random.normal(key, (2,))\n",
+        # a function of the module that splits its key only for a step that never reads its
+        # key draws nothing from it (variational_filtering's notebook `ensrf_steps`)
+        "import jax\nimport jax.numpy as jnp\ndef step(x, key):\n    return x * 0.5\n"
+        "def steps(x, key):\n    key, *subkeys = jax.random.split(key, 4)\n    subkeys = jnp.array(subkeys)\n"
+        "    def inner(c, t):\n        return step(c, subkeys[t]), None\n    return jax.lax.scan(inner, x, jnp.arange(3))[0]\n"
+        "def run(x, key):\n    return steps(x, key) + jax.random.normal(key)\n",
     )
 
     def describe(self, finding: Finding) -> str:
@@ -1978,7 +2134,12 @@ class KeyUsedAfterSplit(_KeyRule):
         numbers. A split assigned to names never read (`_, sub = split(key)` left over), or
         read only by an abstract evaluation (`jax.jit(step).lower(keys, ...)`, `eval_shape`),
         draws nothing and is no use of the key; nor is the first of two identical splits in
-        one block whose results nothing reads before the second rebinds them.
+        one block whose results nothing reads before the second rebinds them; nor a split
+        whose keys are read only by functions shown to ignore their key (a function of the
+        module whose body never draws from it, or of the project the index judges so), on
+        the way kept by array code (`subkeys = jnp.array(subkeys)`) or read by item
+        (`step(x, subkeys[t])`). Keys mapped over by a function (`jax.tree.map(f, keys)`,
+        `map(f, keys)`) may be drawn from by it.
     """
     why = """
         `split(key)` consumes `key`: the new keys are derived from it, and drawing from the old
@@ -2017,6 +2178,13 @@ class KeyUsedAfterSplit(_KeyRule):
         # the keys of a second split run the step for real
         "import jax\ndef hlo(step, key, state):\n    states = jax.vmap(step)(jax.random.split(key, 4), state)\n"
         "    keys = jax.random.split(key, 4)\n    return jax.jit(jax.vmap(step))(keys, states)\n",
+        # the split keys go to a function of the module that draws from its key
+        "import jax\nimport jax.numpy as jnp\ndef perturb(x, key):\n    return x + jax.random.normal(key)\n"
+        "def f(x, key):\n    subkeys = jnp.array(jax.random.split(key, 3))\n    y = perturb(x, subkeys[0])\n"
+        "    return y + jax.random.normal(key)\n",
+        # ... or to a function mapped over them, which may draw
+        "import jax\ndef f(x, key):\n    keys = jax.random.split(key, 3)\n"
+        "    noise = jax.tree.map(lambda k: jax.random.normal(k), list(keys))\n    return noise, jax.random.normal(key)\n",
     )
     valid = (
         # the keys of a second split only lowered, to read the compiled program: nothing drawn
@@ -2039,6 +2207,12 @@ class KeyUsedAfterSplit(_KeyRule):
         # the split computed again, each time for another of its keys: distinct keys
         "import jax\ndef f(seed, n):\n    seeds_h = jax.random.split(jax.random.split(seed)[0], n)\n"
         "    seeds_v = jax.random.split(jax.random.split(seed)[1], n)\n    return seeds_h, seeds_v\n",
+        # the split keys go only to a function of the module that never reads its key (a
+        # deterministic step kept for a common signature): the split draws nothing
+        "import jax\nimport jax.numpy as jnp\ndef step(x, key):\n    return x * 0.5\n"
+        "def f(x, key):\n    subkeys = jax.random.split(key, 4)\n    subkeys = jnp.array(subkeys)\n"
+        "    def inner(c, t):\n        return step(c, subkeys[t]), None\n"
+        "    y, _ = jax.lax.scan(inner, x, jnp.arange(3))\n    return y + jax.random.normal(key)\n",
     )
 
     def describe(self, finding: Finding) -> str:

@@ -209,5 +209,10 @@ TREE_MAPS = frozenset({
     "jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map", "jax.tree_util.tree_map_with_path", "jax.tree.map_with_path",
 })
 
+# Calls that apply a function to what they are given (`jax.tree.map(lambda k: normal(k),
+# keys)`, `map(draw, keys)`): keys given to one may be drawn from, though the call is
+# otherwise key-neutral.
+KEY_APPLYING = TREE_MAPS | FUNCTION_APPLYING_BUILTINS
+
 # Sources of a different value at each call, whatever the arguments.
 NONDETERMINISTIC = ("random.", "numpy.random.", "time.", "datetime.", "uuid.", "secrets.", "os.urandom")

@@ -27,6 +27,7 @@ from jaxguard.lint.jaxapi import (
     FUNCTION_APPLYING_PREFIXES,
     GRAD_TRANSFORMS,
     KEY_ANNOTATION,
+    KEY_APPLYING,
     KEY_LOOKING,
     KEY_NEUTRAL_PREFIXES,
     LAX_BODIES,
@@ -41,7 +42,7 @@ from jaxguard.lint.jaxapi import (
     names_abstract_trace,
 )
 
-VERSION = 17  # of the summary format (part of its cache key)
+VERSION = 18  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -737,6 +738,9 @@ class _KeyUses:
             elif (position == 0 or keyword == "key") and target not in NOT_CONSUMING:
                 self.draws = True
                 self.reorders = self.reorders and target.rsplit(".", 1)[-1] in REORDERINGS
+            return
+        if target in KEY_APPLYING:
+            self.unknown = True  # `jax.tree.map(lambda k: normal(k), keys)`: the function applied may draw
             return
         tail = target.rsplit(".", 1)[-1] if target else (call.func.attr if isinstance(call.func, ast.Attribute) else "")
         if (target or "").startswith(KEY_NEUTRAL_PREFIXES) or KEY_LOOKING.match(tail):
