@@ -1273,3 +1273,29 @@ def test_a_key_before_a_starred_argument_still_binds_its_parameter(tmp_path):
     lines = {(line, code) for path, line, code in check(root, "pkg") if path == "pkg/top.py"}
     assert (8, "JG601") in lines  # the wrapper draws: a proven draw, paired with a possible one
     assert (11, "JG601") in lines  # a possible draw (position unknown) beside a proven one
+
+
+def test_a_function_that_refuses_to_run_without_x64_by_its_message_covers_its_callees(tmp_path):
+    # ozaki-jax: `if not _is_x64_enabled(): raise ValueError("gram() requires
+    # jax_enable_x64=True.")`, the flag read by a helper of another module; the error's message
+    # names the flag. The module, and a helper of another module that only it calls, are
+    # covered; a refusal that does not name x64 tells the user nothing of it.
+    root = make(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/flags.py": "import jax\ndef _is_x64_enabled():\n    return bool(jax.config.read('jax_enable_x64'))\n",
+        "pkg/impl.py": X64_MODULE,
+        "pkg/gram.py": (
+            "from pkg.flags import _is_x64_enabled\nfrom pkg.impl import f\n" + X64_MODULE.replace("def f", "def own")
+            + "def gram(n):\n    if not _is_x64_enabled():\n        raise ValueError('gram() requires jax_enable_x64=True.')\n"
+            "    return f(n)\n"
+        ),
+        "pkg/other_impl.py": X64_MODULE,
+        "pkg/other.py": (
+            "from pkg.flags import _is_x64_enabled\nfrom pkg.other_impl import f\n"
+            "def solve(n):\n    if not _is_x64_enabled():\n        raise ValueError('bad input')\n    return f(n)\n"
+        ),
+    })
+    reported = found(root, "pkg")
+    assert ("pkg/gram.py", "JG903") not in reported
+    assert ("pkg/impl.py", "JG903") not in reported
+    assert ("pkg/other_impl.py", "JG903") in reported

@@ -22,8 +22,8 @@ from jaxguard.checks._common import (
     self_assignments,
 )
 from jaxguard.lint.engine import RemoveNode, ReplaceNode
-from jaxguard.lint.facts import keyword, literal_str, positional
-from jaxguard.lint.jaxapi import NAMES_X64
+from jaxguard.lint.facts import call_tail, keyword, literal_str, positional
+from jaxguard.lint.jaxapi import NAMES_X64, TELLING_CALLS
 from jaxguard.lint.registry import Rule, register
 
 
@@ -324,6 +324,10 @@ def _scan_x64(ctx) -> bool:
                         found[0] = True
             elif isinstance(node, cst.Comparison) and _probes_x64(ctx, node, current):
                 found[0] = True
+            elif isinstance(node, cst.Raise) and _message_names_x64(node):
+                found[0] = True  # `raise ValueError("gram() requires jax_enable_x64=True.")`: the user is told
+            if isinstance(node, cst.Call) and call_tail(node.func) in TELLING_CALLS and _message_names_x64(node):
+                found[0] = True  # `warnings.warn("enable x64 for full precision")`
             elif isinstance(node, cst.SimpleString):
                 if literal_str(node) in ("JAX_ENABLE_X64",) or (node.quote in ('"""', "'''") and _tells_to_enable_x64(node.value)):
                     found[0] = True
@@ -347,6 +351,15 @@ def _scan_x64(ctx) -> bool:
 
     facts.module.visit(_Scan())
     return found[0]
+
+
+def _message_names_x64(node: cst.CSTNode) -> bool:
+    """A string of `node` (a raise, a warning) names the x64 flag or x64 mode."""
+    return any(
+        isinstance(inner, (cst.SimpleString, cst.FormattedStringText))
+        and _tells_to_enable_x64(inner.value)
+        for inner in descendants(node)
+    )
 
 
 def _probes_x64(ctx, comparison: cst.Comparison, scope) -> bool:
@@ -556,7 +569,9 @@ class X64DtypeWithoutX64(Rule):
         `jax.enable_x64(...)` contexts, code that reads the flag or checks it (`jnp.zeros(1,
         jnp.float64).dtype == jnp.float64`), a comment or docstring that names the flag or
         the mode (`# Enable jax_enable_x64 for this to work`, `# for x64 enabled runs we
-        cast`: the reader is told), and `x64 = true` in config;
+        cast`: the reader is told), an error or warning whose message names it (`raise
+        ValueError("gram() requires jax_enable_x64=True.")`: the user is told), and `x64 =
+        true` in config;
         and when importing the module enables it: its package's `__init__` or a project module
         it imports (directly or through others) turns x64 on at import, or refuses to import
         (or warns) without it; a module that calls a project function that turns x64 on, or
@@ -571,7 +586,8 @@ class X64DtypeWithoutX64(Rule):
         at import, or a function switches it on, so whether it is on depends on what the user
         loaded first (a workflow script nothing imports does not count);
         and in a function whose every project caller runs with x64 on (a helper called only
-        from modules that enable it, or from functions such a decorator wraps).
+        from modules that enable it, from functions that enable it or refuse to run without
+        it, or from functions such a decorator wraps).
 
         Off in test files unless selected by its code: tests request 64-bit types on purpose,
         to probe what JAX gives (`assertIn(str(y.dtype), ["float32", "float64"])`). Judged in
@@ -613,6 +629,9 @@ class X64DtypeWithoutX64(Rule):
         "import jax.numpy as jnp\nscale = jnp.float64(1e-3)\n",
         "import jax.numpy as jnp\nimport equinox as eqx\nclass Lin(eqx.Module):\n    w: jnp.ndarray\n"
         "    def __init__(self):\n        self.w = jnp.ones(3, dtype='float64')\n",
+        # a refusal whose message says nothing of x64
+        "import jax.numpy as jnp\nfrom .flags import ready\ndef gram(a):\n    if not ready():\n"
+        "        raise ValueError('gram() is not ready')\n    return jnp.float64(a) @ jnp.float64(a).T\n",
     )
     valid = (
         # a mask uint32 holds: the 32-bit value JAX gives is the same number
@@ -641,6 +660,9 @@ class X64DtypeWithoutX64(Rule):
         # a number the 32-bit type holds exactly: the same value either way (jax-md's zero seeds)
         "import jax.numpy as jnp\ndef energy(terms):\n    total = jnp.asarray(0.0, jnp.float64)\n"
         "    scale = jnp.float64(10)\n    return total + scale * terms\n",
+        # a refusal to run whose message names the flag (ozaki-jax, the flag read by a helper)
+        "import jax.numpy as jnp\nfrom .flags import _is_x64_enabled\ndef gram(a):\n    if not _is_x64_enabled():\n"
+        "        raise ValueError('gram() requires jax_enable_x64=True.')\n    return jnp.float64(a) @ jnp.float64(a).T\n",
         # the mode named in words (arlbench's SAC, whose entry scripts switch it from config)
         "import jax.numpy as jnp\ndef dummy(action):\n    # for x64 enabled runs we have to explicitly cast the dummy action\n"
         "    return jnp.array(action, dtype=jnp.float64)\n",

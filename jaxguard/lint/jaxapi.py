@@ -176,6 +176,10 @@ KEY_NEUTRAL_PREFIXES = (
 )
 KEY_LOOKING = re.compile(r"^_?(is|has|check|assert|validate|print|log|accepts|supports|can)(_|[A-Z]|$)")
 
+# Calls that tell the user something is wrong (`warnings.warn`, `logger.warning`), by the
+# last part of their name: with a `raise`, how code says it needs x64.
+TELLING_CALLS = frozenset({"warn", "warning", "error", "critical"})
+
 # The x64 flag by name, or x64 mode in words ("for x64 enabled runs", "under x64"): a
 # comment or docstring that says it tells the reader the code runs with x64 on.
 NAMES_X64 = re.compile(r"enable_x64|\bx64[ _-]?(mode|enabled|is enabled|on)\b|\b(enable|enabled|enabling|with|under) x64\b", re.I)

@@ -499,12 +499,16 @@ class ProjectIndex:
     @cached_property
     def _x64_functions(self) -> dict[str, set[str]]:
         """module -> its functions that run with x64 on though their module does not enable
-        it: called in the project, and only from modules that enable it or from such functions
-        (kalman-jax's `utils.input_admin`, called only by `sde_gp`, which enables x64)."""
+        it: called in the project, and only from modules that enable it, from functions that
+        enable it or refuse to run without it (ozaki-jax's `gram`, whose helpers of other
+        modules run after its check), or from such functions (kalman-jax's
+        `utils.input_admin`, called only by `sde_gp`, which enables x64)."""
         verdicts: dict[tuple[str, str], bool] = {}
 
         def runs_with_x64(place: tuple[str, str | None], seen: frozenset) -> bool:
-            if self.x64_source(place[0]) is not None or (place[1] is not None and self._x64_decorated(place)):
+            if self.x64_source(place[0]) is not None:
+                return True
+            if place[1] is not None and (self._x64_decorated(place) or self._function(place).get("x64_guard")):  # type: ignore[arg-type]
                 return True
             if place[1] is None or place in seen:
                 return False

@@ -37,12 +37,13 @@ from jaxguard.lint.jaxapi import (
     NOT_CONSUMING,
     REORDERINGS,
     SHAPE_ATTRIBUTES,
+    TELLING_CALLS,
     TRACING_TRANSFORMS,
     is_host_callback,
     names_abstract_trace,
 )
 
-VERSION = 18  # of the summary format (part of its cache key)
+VERSION = 19  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -99,13 +100,12 @@ def _imports_submodules(calls, qualify) -> bool:
     return "importlib.import_module" in names and bool(names & {"pkgutil.walk_packages", "pkgutil.iter_modules"})
 
 
-_TELLING = frozenset({"warn", "warning", "error", "critical"})
-
-
 def _checks_x64(node: ast.AST) -> bool:
     """`if not jax.config.read("jax_enable_x64"): raise ...` (or a warning, or a test of
-    `jax.config.jax_enable_x64` read another way): the module refuses to run without x64, or tells the user
-    at import that it needs it. Either way its 64-bit requests are not silently 32-bit."""
+    `jax.config.jax_enable_x64` read another way, or a message that names the flag: `if not
+    _is_x64_enabled(): raise ValueError("gram() requires jax_enable_x64=True.")`): the module
+    refuses to run without x64, or tells the user that it needs it. Either way its 64-bit
+    requests are not silently 32-bit."""
     if not isinstance(node, ast.If):
         return False
     # the setting read by any means: `jax.config.read("jax_enable_x64")`, its attribute,
@@ -115,13 +115,21 @@ def _checks_x64(node: ast.AST) -> bool:
         or (isinstance(inner, ast.Attribute) and inner.attr in ("jax_enable_x64", "x64_enabled"))
         for inner in ast.walk(node.test)
     )
-    tells = any(
-        isinstance(inner, ast.Raise)
+    tellings = [
+        inner for statement in node.body for inner in ast.walk(statement)
+        if isinstance(inner, ast.Raise)
         or (isinstance(inner, ast.Call) and isinstance(inner.func, (ast.Attribute, ast.Name))
-            and (inner.func.attr if isinstance(inner.func, ast.Attribute) else inner.func.id) in _TELLING)
-        for statement in node.body for inner in ast.walk(statement)
+            and (inner.func.attr if isinstance(inner.func, ast.Attribute) else inner.func.id) in TELLING_CALLS)
+    ]
+    return bool(tellings) and (reads or any(_names_x64(telling) for telling in tellings))
+
+
+def _names_x64(node: ast.AST) -> bool:
+    """A string of `node` names the x64 flag or x64 mode ("requires jax_enable_x64=True")."""
+    return any(
+        isinstance(inner, ast.Constant) and isinstance(inner.value, str) and NAMES_X64.search(inner.value) is not None
+        for inner in ast.walk(node)
     )
-    return reads and tells
 
 
 def _dotted(node: ast.AST) -> str | None:
