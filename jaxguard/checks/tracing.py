@@ -710,7 +710,8 @@ class JitInLoop(Rule):
         jit rebuilt under an `if` whose test the loop changes (`if need_compile:`: rebuilt when
         something changed, not every iteration), a jit of each function of a collection the
         loop walks (`for f in fns: jax.jit(f)(x)`, or `f = getattr(module, name)` / `fns[name]`
-        with `name` from the loop: a different function each time), and
+        with `name` from the loop: a different function each time) or of a method of each
+        object it walks (`for tester in testers: jax.pmap(tester.init)`), and
         `equinox.filter_jit` of an equinox transform made anew (equinox's wrappers are equal
         when their fields are, so its cache finds the first: only the slow path is reported).
     """
@@ -863,6 +864,9 @@ class JitInLoop(Rule):
         # compiling a table of distinct functions once
         "import jax\ndef compile_all(fns):\n    compiled = {}\n    for name, fn in fns.items():\n"
         "        compiled[name] = jax.jit(fn)\n    return compiled\n",
+        # a method of each object the loop walks (turbozero's testers): another function each time
+        "import jax\ndef start(testers, params):\n    states = []\n    for tester in testers:\n"
+        "        states.append(jax.pmap(tester.init, axis_name='d')(params=params))\n    return states\n",
         # jit inside a traced function is inlined, not recompiled
         "import jax\n@jax.jit\ndef outer(x):\n    for i in range(3):\n        x = jax.jit(lambda v: v + i)(x)\n"
         "    return x\n",
@@ -996,6 +1000,8 @@ class JitInLoop(Rule):
                         "a new function object every iteration",
                         function=self._function_node(built),
                     )
+                elif self._walks_functions(built):
+                    pass  # `for f in fns: jax.jit(f)(x)`: each function compiled once, none again
                 elif method := self._unknown_method(built):
                     self._report(
                         built,
@@ -1004,8 +1010,6 @@ class JitInLoop(Rule):
                         "recompiles, and if not every call still goes through jit's slow path",
                         recompiles=False,
                     )
-                elif self._walks_functions(built):
-                    pass  # `for f in fns: jax.jit(f)(x)`: each function compiled once, none again
                 else:
                     static = any(a.keyword is not None and a.keyword.value.startswith("static_") for a in built.args)
                     retrace = "no retrace unless its static arguments change" if static else "no retrace"
@@ -1056,15 +1060,22 @@ class JitInLoop(Rule):
         return True
 
     def _walks_functions(self, built: cst.Call) -> bool:
-        """The jitted function is what the loop walks (`for name, f in fns.items():`): a
-        different function each iteration, not the same one wrapped again."""
+        """The jitted function is what the loop walks (`for name, f in fns.items():`), or a
+        method of the object it walks (`for tester in self.testers: jax.pmap(tester.init)`):
+        a different function each iteration, not the same one wrapped again."""
         args = positional(built)
         loop = self.loops[-1]
-        if not (args and isinstance(args[0], cst.Name) and isinstance(loop, cst.For)):
+        target = args[0] if args else None
+        while isinstance(target, cst.Attribute):
+            target = target.value
+        if not (isinstance(target, cst.Name) and isinstance(loop, cst.For)):
             return False
-        name, walked = args[0].value, names_in(loop.target)
-        if name in walked and name not in self._assigned_in_loop():
+        walked = names_in(loop.target)
+        if target.value in walked and target.value not in self._assigned_in_loop():
             return True
+        if not isinstance(args[0], cst.Name):
+            return False
+        name = args[0].value
         # `f = getattr(module, name)` or `fns[name]`, `name` from the loop: an existing
         # function looked up, another one each iteration
         values = _values_assigned(loop.body, name)
