@@ -109,3 +109,9 @@ def resolving_in(ctx, scope: Scope):
         ctx.scope_stack = saved
 
 
+def is_docstring(statement) -> bool:
+    """A statement line that is a string alone: a docstring."""
+    return (
+        isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr) and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from jaxguard.checks._common import descendants, names_in, one_line
+from jaxguard.checks._common import descendants, is_docstring, names_in, one_line
 from jaxguard.lint.facts import (
     ModuleFacts,
     Scope,
@@ -1714,7 +1714,7 @@ def carried_slot_use(facts: ModuleFacts, info, carry: str, index: int) -> str | 
     if slot not in cache:
         cache[slot] = DRAWN
         statements = _block(info.node.body)
-        if statements and _is_docstring(statements[0]):
+        if statements and is_docstring(statements[0]):
             statements = statements[1:]
         first = statements[0] if statements else None
         small = first.body[0] if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 else None
@@ -1732,13 +1732,6 @@ def carried_slot_use(facts: ModuleFacts, info, carry: str, index: int) -> str | 
             if isinstance(item, cst.Name) and not read_again:
                 cache[slot] = KeyFlow(facts, info.scope, statements[1:], key_param=item.value).param_use
     return cache[slot]  # type: ignore[return-value]
-
-
-def _is_docstring(statement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr) and isinstance(statement.body[0].value, cst.SimpleString)
-    )
 
 
 def _names_in(target: cst.BaseExpression) -> set[str]:

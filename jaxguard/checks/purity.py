@@ -7,7 +7,7 @@ import string
 
 import libcst as cst
 
-from jaxguard.checks._common import attribute_stores, descendants
+from jaxguard.checks._common import attribute_stores, descendants, is_docstring
 from jaxguard.lint import kinds
 from jaxguard.lint.engine import AddImport, ReplaceNode
 from jaxguard.lint.facts import (
@@ -491,7 +491,9 @@ class TracedReadsMutableGlobal(Rule):
         static when `attr` is reassigned after construction and the class has no `__hash__`
         (a method that the project calls only from constructors, or from methods only
         constructors call, as a simulation's `__init__` configures its boundary conditions,
-        runs during construction), unless every reassignment rebuilds it from the object's
+        runs during construction; so does one that first returns when a flag it sets, or
+        the method it overrides and calls sets, is on: `if self.initialized: return`, which
+        readies the object once), unless every reassignment rebuilds it from the object's
         fixed attributes and constants (`self.tx = optax.adam(self.cfg.lr)` in `init`): an
         equal value each time; a count the
         method only updates (`self.n_updates += 1`, JG104's concern) is not a read.
@@ -606,8 +608,23 @@ class TracedReadsMutableGlobal(Rule):
         "import jax\nfrom functools import partial\nclass Scaled:\n    def __init__(self, cfg):\n        self.cfg = cfg\n"
         "    def set_scale(self, scale):\n        self.scale = scale * self.cfg.base\n"
         "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.scale\n",
+        # a guard on a flag the method never sets: it runs again, with the caller's value
+        "import jax\nfrom functools import partial\nclass Loss:\n    def __init__(self, mesh):\n        self.frozen = False\n"
+        "    def Initialize(self, mesh):\n        if self.frozen:\n            return\n        self.n = mesh.size\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.n\n",
     )
     valid = (
+        # readied once: the method returns at once when the flag it sets is on (folax's
+        # `Initialize`, also when the overridden method it calls sets the flag)
+        "import jax\nfrom functools import partial\nclass Loss:\n    def __init__(self):\n"
+        "        self.initialized = False\n    def Initialize(self, mesh, reinitialize=False):\n"
+        "        if self.initialized and not reinitialize:\n            return\n        self.n = mesh.size\n"
+        "        self.initialized = True\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.n\n",
+        "import jax\nfrom functools import partial\nfrom base import Loss\nclass Thermal(Loss):\n"
+        "    def Initialize(self, reinitialize=False):\n        if self.initialized and not reinitialize:\n            return\n"
+        "        super().Initialize()\n        self.k = load_conductivity(self.settings)\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.k\n",
         # set by a function to the same literal on every call, never to another value
         "import jax\ndef train(n):\n    global gamma\n    gamma = 0.99\n    return step(n)\n"
         "@jax.jit\ndef step(x):\n    return x * gamma\n",
@@ -790,6 +807,45 @@ def _made_lazily(method: FunctionInfo) -> set[cst.Attribute]:
     return lazy
 
 
+def _runs_once(method: FunctionInfo) -> bool:
+    """A method that first returns when a flag it sets is on (`if self.initialized and not
+    reinitialize: return` ... `self.initialized = True`, or the flag set by the method it
+    overrides, which it calls: `super().Initialize()`): it readies the object once, like a
+    constructor; what it assigns is not changed by calling it again."""
+    if not isinstance(method.node, cst.FunctionDef):
+        return False
+    body = [s for s in method.node.body.body if not is_docstring(s)] if isinstance(method.node.body, cst.IndentedBlock) else []
+    first = body[0] if body else None
+    if not (isinstance(first, cst.If) and first.orelse is None and _only_returns(first.body)):
+        return False
+    receiver = method.params[0]
+    tested = {
+        node.attr.value for node in descendants(first.test)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == receiver
+    }
+    sets_flag = any(
+        target.attr.value in tested and isinstance(value, cst.Name) and value.value == "True"
+        for target, value in attribute_stores(method.node, {receiver}, nested=False, with_values=True)
+    )
+    return bool(tested) and (sets_flag or any(_calls_overridden(node, method.name) for node in descendants(method.node.body)))
+
+
+def _calls_overridden(node: cst.CSTNode, name: str) -> bool:
+    """`super().<name>(...)`: the method calls the one it overrides."""
+    return (
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == name
+        and isinstance(node.func.value, cst.Call) and isinstance(node.func.value.func, cst.Name)
+        and node.func.value.func.value == "super"
+    )
+
+
+def _only_returns(block) -> bool:
+    statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    return len(statements) == 1 and isinstance(statements[0], cst.SimpleStatementLine) and all(
+        isinstance(small, cst.Return) for small in statements[0].body
+    )
+
+
 def _stored_here(facts: ModuleFacts, function: FunctionInfo, receiver: str) -> set[cst.Attribute]:
     """The `receiver.attr` targets the function's own assignments (augmented ones too)
     write; once per function."""
@@ -813,7 +869,7 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
     building = _construction_methods(facts, class_scope) | _called_only_while_tracing(facts, class_scope)
     stored: dict[str, list[tuple[FunctionInfo, cst.BaseExpression | None]]] = {}  # name -> (method, value)
     for method in class_scope.defs.values():
-        if method.name in building or not method.params:
+        if method.name in building or not method.params or _runs_once(method):
             continue
         # `if self._cache is None: self._cache = ...` in a traced method: made once, at the
         # first trace; made lazily elsewhere (a property), it may change what was compiled
