@@ -463,15 +463,14 @@ class KeyFlow:
 
     def _alternatives(self, item) -> tuple[cst.BaseExpression | None, list[cst.BaseExpression]] | None:
         """(test, the arms that may run) of `a if c else b` (a literal or constant test rules
-        one out), of `jnp.where(c, a, b)` / `lax.select(c, a, b)`, and of a table of choices
+        one out), of `jnp.where(c, a, b)` / `lax.select(c, a, b)` / `jnp.select(cs, [a, b])`, and of a table of choices
         (no test: one value of `{"a": f(key), "b": g(key)}[kind]` is used); None for other calls."""
         if isinstance(item, cst.Dict):
             return None, [element.value for element in item.elements if isinstance(element, cst.DictElement)]
         if isinstance(item, cst.IfExp):
             truth = self.facts.truth(item.test)
             return item.test, [arm for arm, runs in ((item.body, truth is not False), (item.orelse, truth is not True)) if runs]
-        selected = _selects(item)
-        return (selected[0], list(selected[1:])) if selected is not None else None
+        return _selects(item)
 
     def _call(self, call: cst.Call, state: _State, shadowed: frozenset[str] = frozenset()) -> None:
         name = self.facts.qualname(call.func, self.scope) or self._transformed_random(call.func)
@@ -1811,12 +1810,24 @@ def _table_display(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Dict) and bool(node.elements) and all(isinstance(e, cst.DictElement) for e in node.elements)
 
 
-def _selects(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression] | None:
-    """`jnp.where(c, a, b)` / `lax.select(c, a, b)`: (c, a, b). Each element comes from one of
-    `a` and `b`, so a key drawn from in both gives no element two draws of it."""
+def _selects(call: cst.Call) -> tuple[cst.BaseExpression, list[cst.BaseExpression]] | None:
+    """`jnp.where(c, a, b)` / `lax.select(c, a, b)`: (c, [a, b]); `jnp.select(conditions,
+    [a, b, c], default)`: (conditions, [a, b, c, default]). Each element comes from one of
+    the choices, so a key drawn from in several gives no element two draws of it."""
     args = call.args
-    if call_tail(call.func) in ("where", "select") and len(args) == 3 and all(a.keyword is None and not a.star for a in args):
-        return args[0].value, args[1].value, args[2].value
+    if any(a.star for a in args):
+        return None
+    tail = call_tail(call.func)
+    named = {a.keyword.value: a.value for a in args if a.keyword is not None}
+    plain = [a.value for a in args if a.keyword is None]
+    choices = named.get("choicelist", plain[1] if len(plain) > 1 else None)
+    if tail == "select" and isinstance(choices, (cst.List, cst.Tuple)) and choices.elements and not any(isinstance(e, cst.StarredElement) for e in choices.elements):
+        conditions = named.get("condlist", plain[0] if plain else None)
+        default = named.get("default", plain[2] if len(plain) > 2 else None)
+        if conditions is not None:
+            return conditions, [element.value for element in choices.elements] + ([default] if default is not None else [])
+    if tail in ("where", "select") and len(args) == 3 and not named:
+        return plain[0], plain[1:]
     return None
 
 
@@ -1927,7 +1938,8 @@ class KeyReuse(_KeyRule):
         a parameter the body never rebinds, or a local bound once) are not on one path;
         nor are the values of a table of choices, of which one is used (`{"random":
         normal(key, s), "lecun": normal(key, s) * c}[kind]`, or such a dict read once, by a
-        subscript).
+        subscript), or the choices of `jnp.where(c, a, b)` and `jnp.select(conditions,
+        [a, b, c])`, of which each element takes one.
         In a notebook, draws are paired within a cell: a seed drawn from again in a later cell
         is shared by two experiments on purpose (a key used after a split is still JG602,
         also when it was drawn from before the split).
@@ -1962,6 +1974,9 @@ class KeyReuse(_KeyRule):
         "        b = jax.random.uniform(self.key)\n        return a, b\n",
         "from jax import random\nkey = random.PRNGKey(0)\nprint(random.normal(key, shape=(1,)))\nprint(key)\nprint(random.normal(key, shape=(1,)))\n",
         "import jax\ndef init(key):\n    w = jax.random.normal(key, (3, 3))\n    b = jax.random.uniform(key, (3,))\n    return w, b\n",
+        # a key drawn from before a select and again in one of its choices
+        "import jax\nimport jax.numpy as jnp\ndef sample(key, p):\n    x = jax.random.normal(key, (2,))\n"
+        "    return jnp.select([p == 0], [jax.random.uniform(key, (2,))], x)\n",
         # a table of draws read twice: two of its values are used
         "import jax\ndef init(n, key):\n    inits = {'a': jax.random.normal(key, (n,)), 'b': jax.random.uniform(key, (n,))}\n"
         "    return inits['a'] + inits['b']\n",
@@ -2101,6 +2116,9 @@ class KeyReuse(_KeyRule):
         "    params = f.init(rng, x)\n    return jax.jit(f.apply)(params, rng, x)\n",
         # only one arm of a conditional expression runs
         "import jax\ndef sample(key, is_int):\n    return jax.random.randint(key, (2,), 0, 2) if is_int else jax.random.normal(key, (2,))\n",
+        # each element comes from one choice of a select (katmer's polarization table)
+        "import jax\nimport jax.numpy as jnp\ndef sample(key, p):\n    return jnp.select(\n        condlist=[p == 0, p == 1],\n"
+        "        choicelist=[jax.random.normal(key, (2,)), jax.random.uniform(key, (2,))],\n    )\n",
         # a function of the module that splits its key only for a step that never reads its
         # key draws nothing from it (variational_filtering's notebook `ensrf_steps`)
         "import jax\nimport jax.numpy as jnp\ndef step(x, key):\n    return x * 0.5\n"
