@@ -491,7 +491,7 @@ class TracedReadsMutableGlobal(Rule):
         static when `attr` is reassigned after construction and the class has no `__hash__`
         (a method that the project calls only from constructors, or from methods only
         constructors call, as a simulation's `__init__` configures its boundary conditions,
-        runs during construction; so does one that first returns when a flag it sets, or
+        runs during construction, as does a Keras layer's `build`; so does one that first returns when a flag it sets, or
         the method it overrides and calls sets, is on: `if self.initialized: return`, which
         readies the object once), unless every reassignment rebuilds it from the object's
         fixed attributes and constants (`self.tx = optax.adam(self.cfg.lr)` in `init`): an
@@ -608,12 +608,19 @@ class TracedReadsMutableGlobal(Rule):
         "import jax\nfrom functools import partial\nclass Scaled:\n    def __init__(self, cfg):\n        self.cfg = cfg\n"
         "    def set_scale(self, scale):\n        self.scale = scale * self.cfg.base\n"
         "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.scale\n",
+        # `build` of a class that is not a Keras layer: any method, called again and again
+        "import jax\nfrom functools import partial\nclass Graph:\n    def build(self, n):\n        self.n = n\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.n\n",
         # a guard on a flag the method never sets: it runs again, with the caller's value
         "import jax\nfrom functools import partial\nclass Loss:\n    def __init__(self, mesh):\n        self.frozen = False\n"
         "    def Initialize(self, mesh):\n        if self.frozen:\n            return\n        self.n = mesh.size\n"
         "    @partial(jax.jit, static_argnums=0)\n    def apply(self, x):\n        return x * self.n\n",
     )
     valid = (
+        # a Keras layer's `build`, which Keras runs once, before the layer's first call
+        "import jax\nimport keras\nfrom functools import partial\nclass PhysicsLoss(keras.layers.Layer):\n"
+        "    def build(self, input_shape):\n        self.steps = input_shape[0]\n"
+        "    @partial(jax.jit, static_argnums=0)\n    def loss(self, x):\n        return x * self.steps\n",
         # readied once: the method returns at once when the flag it sets is on (folax's
         # `Initialize`, also when the overridden method it calls sets the flag)
         "import jax\nfrom functools import partial\nclass Loss:\n    def __init__(self):\n"
@@ -962,6 +969,8 @@ def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
     called only while objects are built (`bc.configure()` reached from another class's
     `__init__`) and those used only by them: what they assign is set while building."""
     building = set(CONSTRUCTORS) & set(class_scope.defs)
+    if "build" in class_scope.defs and _keras_layer(facts, class_scope):
+        building.add("build")  # Keras builds a layer once, before its first call
     inside = {name: _attribute_reads(class_scope.defs[name].node) for name in class_scope.defs}
     everywhere = _module_attribute_reads(facts)
 
@@ -983,6 +992,16 @@ def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
         called_later = set(project.called_after_construction)
         grow(lambda name: name not in called_later)
     return building
+
+
+def _keras_layer(facts: ModuleFacts, class_scope) -> bool:
+    """The class derives from a Keras layer or model (`keras.layers.Layer`,
+    `tf.keras.Model`), whose `build` the framework runs once, before the first call."""
+    node = class_scope.node
+    return isinstance(node, cst.ClassDef) and any(
+        (facts.qualname(base.value, class_scope.parent) or "").startswith(("keras.", "tensorflow.keras.", "tf_keras."))
+        for base in node.bases
+    )
 
 
 def _called_only_while_tracing(facts: ModuleFacts, class_scope) -> set[str]:
