@@ -1684,8 +1684,9 @@ class TraceTimeConstant(Rule):
     message = "{what} in a traced function is evaluated once, at trace time, and frozen into the compiled program"
     fix_kind = "suggest"
     what = """
-        Flags `np.random.*`, `random.*`, `time.time()`, `datetime.now()`, `os.environ`, `open()`
-        and similar inside a traced function. Not a generator seeded from a value proven traced
+        Flags `np.random.*`, `random.*`, `time.time()`, `datetime.now()`, `os.environ` (read;
+        `os.environ["X"] = v` reads nothing into the program), `open()` and similar inside a
+        traced function. Not a generator seeded from a value proven traced
         (`np.random.default_rng(np.uint32(key))` with `key` traced): NumPy's conversion of a
         tracer raises at once, nothing is frozen.
     """
@@ -1729,6 +1730,8 @@ class TraceTimeConstant(Rule):
         "@jax.jit\ndef f(x):\n    return x.astype(get_dtype())\n",
     )
     valid = (
+        # a write to the environment reads nothing into the program (jaccpot configuring a library)
+        "import jax, os\n@jax.jit\ndef f(x):\n    os.environ['XLA_FLAGS'] = '--xla_cpu_enable_fast_math=false'\n    return x * 2\n",
         # after an early return for tracers, the rest runs on concrete values only
         "import os\nimport jax\ndef _tracing(tree):\n    return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree))\n"
         "def tuned(x, default):\n    if _tracing(x):\n        return default\n    return int(os.getenv('BLOCK', '128'))\n"
@@ -1771,5 +1774,13 @@ class TraceTimeConstant(Rule):
         return shows_traced(self.ctx, [arg.value for arg in call.args])
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if self.ctx.in_traced and self.ctx.qualname(node.value) == "os.environ":
+        if self.ctx.in_traced and self.ctx.qualname(node.value) == "os.environ" and not self._set_here(node):
             self.report(node, self.message.format(what="os.environ"))
+
+    def _set_here(self, node: cst.Subscript) -> bool:
+        """`os.environ["X"] = "1"`: a write, not a value read into the program."""
+        statement = self.ctx.statement_stack[-1] if self.ctx.statement_stack else None
+        return isinstance(statement, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Assign) and any(target.target is node for target in small.targets)
+            for small in statement.body
+        )
