@@ -705,8 +705,10 @@ class JitInLoop(Rule):
         `jit(..., inline=True)` (inlined into the caller's trace), `jit(partial(lax.scan,
         step))` with `step` a closure (the scan would trace it on every call anyway),
         `jax.jit(f).lower(...).compile()` (an ahead-of-time compile, asked for each time), a
-        jit whose calls in the loop all give a static argument (by position or by name, seen
-        through `grad`/`vmap`) or an input shape from the loop (it compiles anyway), a
+        jit (or a def jitted in the loop) whose calls in the loop all give a static argument
+        (by position or by name, seen through `grad`/`vmap`) or an input shape from the loop
+        (`jnp.linspace(a, b, n)`, also through `jnp.tile`, `concatenate` and the like: it
+        compiles anyway), a
         jit rebuilt under an `if` whose test the loop changes (`if need_compile:`: rebuilt when
         something changed, not every iteration), a jit of each function of a collection the
         loop walks (`for f in fns: jax.jit(f)(x)`, or `f = getattr(module, name)` / `fns[name]`
@@ -733,6 +735,9 @@ class JitInLoop(Rule):
             params = update(params)
     """
     invalid = (
+        # a def jitted in the loop whose input changes values, not shape: the same program each time
+        "import jax\nimport jax.numpy as jnp\nfor n in [64, 96, 128]:\n    x = jnp.linspace(-n, n, 64)\n    @jax.jit\n"
+        "    def outer(r0):\n        return r0 * 2\n    r0s = jnp.tile(x[None], (10, 1))\n    outer(r0s)\n",
         # a window of one size moved along by the loop: the same shapes, re-wrapped each time
         "import jax\ndef decode_all(decode, z):\n    out = []\n    for i in range(0, z.shape[0], 64):\n"
         "        chunk = z[i:i + 64]\n        out.append(jax.pmap(decode)(chunk))\n    return out\n",
@@ -843,6 +848,9 @@ class JitInLoop(Rule):
         "        y = jax.jit(f, static_argnums=(1,))(jnp.ones(3), n)\n",
         "import jax\nimport jax.numpy as jnp\ndef f(x):\n    return x\ndef shapes():\n    for shape in ((1,), (3,)):\n"
         "        x = jnp.zeros(shape + (2,))\n        y = jax.jit(f)(x)\n",
+        # a def jitted in the loop, given an input whose shape follows the loop (cosmocnc's grid sizes)
+        "import jax\nimport jax.numpy as jnp\nfor n in [64, 96, 128]:\n    x = jnp.linspace(-5, 5, n)\n    @jax.jit\n"
+        "    def outer(r0):\n        return r0 * 2\n    r0s = jnp.tile(x[None], (10, 1))\n    outer(r0s)\n",
         # ... or an input reshaped (or made by arange) with a shape from the loop
         "import jax\nimport jax.numpy as jnp\ndef f(x):\n    return x\ndef shapes():\n    for lead in ((1,), (3,), (2, 3)):\n"
         "        x = jnp.arange(6 * 4).reshape(lead + (-1,))\n        y = jax.jit(f)(x)\n",
@@ -955,7 +963,10 @@ class JitInLoop(Rule):
             self.loop_defs.add(node)
             for decorator in node.decorators:
                 found = self.ctx.facts.transform_of(decorator.decorator, info.parent)
-                if found is not None and found[0] in JIT_TRANSFORMS and self._called_in_loop(node.name.value):
+                if (
+                    found is not None and found[0] in JIT_TRANSFORMS and self._called_in_loop(node.name.value)
+                    and not self._inputs_reshaped_each_iteration(node.name.value)
+                ):
                     self._report(decorator, "a jitted function defined inside a loop", function=node)
         self.frames.append([0])
 
@@ -1224,11 +1235,17 @@ class JitInLoop(Rule):
         configured = [a.value for a in built.args if a.keyword is not None and a.keyword.value in _COMPILE_OPTIONS]
         if any(names_in(value) & varying for value in configured):
             return True
-        for arg in args:
-            made = _assignment_in(loop.body, arg.value) if isinstance(arg, cst.Name) else None
-            if made is not None and self._shape_from(made, varying):
-                return True
-        return False
+        return any(self._made_in_loop_with_shape_from(arg, varying, 0) for arg in args)
+
+    def _inputs_reshaped_each_iteration(self, name: str) -> bool:
+        """Every call of the jitted def `name` in the loop gives it an input made in the loop
+        with a shape from the loop: each iteration compiles anyway, defined there or not."""
+        loop = self.loops[-1]
+        varying = self._assigned_in_loop() | (names_in(loop.target) if isinstance(loop, cst.For) else set())
+        calls = self._calls_in_loop(name)
+        return bool(calls) and all(
+            any(self._made_in_loop_with_shape_from(arg, varying, 0) for arg in positional(call)) for call in calls
+        )
 
     def _jitted_params(self, built: cst.Call) -> list[str]:
         """The parameters of the function `built` jits, seen through transforms that keep a
@@ -1256,20 +1273,46 @@ class JitInLoop(Rule):
         calls = [c for name in names for c in self._calls_in_loop(name)]
         return bool(calls) and all(self._compiles_each_iteration(built, c) for c in calls)
 
-    def _shape_from(self, made: cst.BaseExpression, varying: set[str]) -> bool:
+    def _shape_from(self, made: cst.BaseExpression, varying: set[str], depth: int = 0) -> bool:
         """An array made with a shape that comes from the loop: `jnp.zeros(shape + (n,))`,
-        `jnp.arange(n)`, `x.reshape(leading_shape + (h, 2))`, `x[:L]`."""
+        `jnp.arange(n)`, `jnp.linspace(a, b, n)`, `x.reshape(leading_shape + (h, 2))`,
+        `x[:L]`, or array code that keeps the shape of such an array made in the loop
+        (`jnp.tile(x[None], (batch, 1))` with `x = jnp.linspace(-5, 5, n)`)."""
+        if depth > 4:
+            return False
         if isinstance(made, cst.Subscript):
             # `uF[:L]` changes its length with L; `x[i:i + 64]` moves a window of one size
-            return any(_slice_length_varies(element.slice, varying) for element in made.slice)
+            return any(_slice_length_varies(element.slice, varying) for element in made.slice) or (
+                self._made_in_loop_with_shape_from(made.value, varying, depth)
+            )
         if not isinstance(made, cst.Call):
             return False
         tail = (self.ctx.qualname(made.func) or "").rsplit(".", 1)[-1] or (call_tail(made.func) or "")
+        args = positional(made)
+        if tail == "linspace":
+            num = keyword(made, "num") or (args[2] if len(args) > 2 else None)
+            return num is not None and bool(names_in(num) & varying)
+        if tail == "arange":
+            return any(names_in(arg) & varying for arg in args)
         if tail in _SHAPED_CONSTRUCTORS and made.args:
             return bool(names_in(made.args[0].value) & varying)
         if isinstance(made.func, cst.Attribute) and made.func.attr.value in _RESHAPING_METHODS:
             return any(names_in(a.value) & varying for a in made.args)
+        if tail in _SHAPE_KEEPING and args:
+            first = args[0]
+            inputs = [e.value for e in first.elements] if isinstance(first, (cst.List, cst.Tuple)) else [first]
+            return any(self._made_in_loop_with_shape_from(value, varying, depth) for value in inputs)
         return False
+
+    def _made_in_loop_with_shape_from(self, value: cst.BaseExpression, varying: set[str], depth: int) -> bool:
+        """`value` (or the array it indexes: `x[None]`) is a name the loop binds to an array
+        whose shape comes from the loop."""
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if not (isinstance(value, cst.Name) and value.value in self._assigned_in_loop()):
+            return False
+        made = _assignment_in(self.loops[-1].body, value.value)
+        return made is not None and self._shape_from(made, varying, depth + 1)
 
     def _rebound_receiver(self, call: cst.Call) -> str:
         """`jax.jit(buffer.insert)` where the loop body assigns `buffer`: a bound method of a
@@ -1561,6 +1604,11 @@ _SHAPED_CONSTRUCTORS = frozenset({"zeros", "ones", "empty", "full", "arange", "l
 # jit options that select another compiled program when they change
 _COMPILE_OPTIONS = frozenset({"in_shardings", "out_shardings", "device", "backend", "abstracted_axes", "compiler_options"})
 _RESHAPING_METHODS = frozenset({"reshape", "broadcast_to", "resize"})
+# jnp functions whose result keeps the shape of (or grows with) their first array argument
+_SHAPE_KEEPING = frozenset({
+    "tile", "repeat", "broadcast_to", "concatenate", "stack", "hstack", "vstack", "outer", "expand_dims",
+    "atleast_1d", "atleast_2d", "transpose", "meshgrid",
+})
 
 
 def _values_assigned(block: cst.CSTNode, name: str) -> list[cst.BaseExpression] | None:
