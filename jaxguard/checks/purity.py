@@ -819,7 +819,7 @@ def _runs_once(method: FunctionInfo) -> bool:
     reinitialize: return` ... `self.initialized = True`, or the flag set by the method it
     overrides, which it calls: `super().Initialize()`): it readies the object once, like a
     constructor; what it assigns is not changed by calling it again."""
-    if not isinstance(method.node, cst.FunctionDef):
+    if not isinstance(method.node, cst.FunctionDef) or not method.params:
         return False
     body = [s for s in method.node.body.body if not is_docstring(s)] if isinstance(method.node.body, cst.IndentedBlock) else []
     first = body[0] if body else None
@@ -876,7 +876,7 @@ def _reassigned_attributes(facts: ModuleFacts, class_scope) -> dict[str, str]:
     building = _construction_methods(facts, class_scope) | _called_only_while_tracing(facts, class_scope)
     stored: dict[str, list[tuple[FunctionInfo, cst.BaseExpression | None]]] = {}  # name -> (method, value)
     for method in class_scope.defs.values():
-        if method.name in building or not method.params or _runs_once(method):
+        if method.name in building or not method.params:
             continue
         # `if self._cache is None: self._cache = ...` in a traced method: made once, at the
         # first trace; made lazily elsewhere (a property), it may change what was compiled
@@ -967,7 +967,8 @@ def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
     """The constructors, and methods used only by them (`self._precompute()` in `__init__`,
     referred to nowhere else in the module), then the methods the project index shows are
     called only while objects are built (`bc.configure()` reached from another class's
-    `__init__`) and those used only by them: what they assign is set while building."""
+    `__init__`) and those used only by them, and the methods that ready the object once
+    (`_runs_once`; a Keras layer's `build`): what they assign is set while building."""
     building = set(CONSTRUCTORS) & set(class_scope.defs)
     if "build" in class_scope.defs and _keras_layer(facts, class_scope):
         building.add("build")  # Keras builds a layer once, before its first call
@@ -991,6 +992,8 @@ def _construction_methods(facts: ModuleFacts, class_scope) -> set[str]:
         # what they call may also be called after construction from another module
         called_later = set(project.called_after_construction)
         grow(lambda name: name not in called_later)
+    # a method that readies the object once (`if self.initialized: return`) builds it too
+    building.update(name for name, method in class_scope.defs.items() if _runs_once(method))
     return building
 
 
