@@ -1074,16 +1074,14 @@ def _only_passed_or_looked_at(facts: ModuleFacts, callee, param: str) -> bool:
 
 
 def _statement_of(facts: ModuleFacts, body: cst.CSTNode, node: cst.CSTNode) -> cst.CSTNode | None:
-    """The simple statement line of `body` that holds `node`."""
+    """The simple statement line of `body` that holds `node`: the nearest one before it in
+    the pre-order (simple statement lines do not nest), if its subtree reaches `node`."""
     nodes, position_of, _, _ = _nodes_in_order(facts, body)
     position = position_of.get(id(node))
-    if position is None:
-        return None
-    lines = [
-        line for i, line in enumerate(nodes[:position])
-        if isinstance(line, cst.SimpleStatementLine) and position < i + len(descendants(line))
-    ]
-    return lines[-1] if lines else None
+    for i in range(position - 1, -1, -1) if position is not None else ():
+        if isinstance(nodes[i], cst.SimpleStatementLine):
+            return nodes[i] if position < i + len(descendants(nodes[i])) else None
+    return None
 
 
 def _bound_names(statement: cst.CSTNode | None, call: cst.Call) -> set[str] | None:
