@@ -322,12 +322,12 @@ def _scan_x64(ctx) -> bool:
                 for arg in node.args:
                     if arg.keyword is not None and arg.keyword.value == "jax_enable_x64":
                         found[0] = True
+                if call_tail(node.func) in TELLING_CALLS and _message_names_x64(node):
+                    found[0] = True  # `warnings.warn("enable x64 for full precision")`: the user is told
             elif isinstance(node, cst.Comparison) and _probes_x64(ctx, node, current):
                 found[0] = True
             elif isinstance(node, cst.Raise) and _message_names_x64(node):
                 found[0] = True  # `raise ValueError("gram() requires jax_enable_x64=True.")`: the user is told
-            if isinstance(node, cst.Call) and call_tail(node.func) in TELLING_CALLS and _message_names_x64(node):
-                found[0] = True  # `warnings.warn("enable x64 for full precision")`
             elif isinstance(node, cst.SimpleString):
                 if literal_str(node) in ("JAX_ENABLE_X64",) or (node.quote in ('"""', "'''") and _tells_to_enable_x64(node.value)):
                     found[0] = True
