@@ -1220,8 +1220,7 @@ class JitInLoop(Rule):
         """`jax.jit(f, static_argnums=(2,))(a, b, j)` with `j` from the loop, or an argument
         made in the loop with a shape from the loop (`jnp.zeros(shape + (n,))` over shapes):
         every iteration traces and compiles anew, so wrapping `f` again costs nothing more."""
-        loop = self.loops[-1]
-        varying = self._assigned_in_loop() | (names_in(loop.target) if isinstance(loop, cst.For) else set())
+        varying = self._varying_in_loop()
         spec = self.ctx.facts.jit_calls.get(built)
         args = positional(call)
         params = self._jitted_params(built)
@@ -1240,12 +1239,16 @@ class JitInLoop(Rule):
     def _inputs_reshaped_each_iteration(self, name: str) -> bool:
         """Every call of the jitted def `name` in the loop gives it an input made in the loop
         with a shape from the loop: each iteration compiles anyway, defined there or not."""
-        loop = self.loops[-1]
-        varying = self._assigned_in_loop() | (names_in(loop.target) if isinstance(loop, cst.For) else set())
+        varying = self._varying_in_loop()
         calls = self._calls_in_loop(name)
         return bool(calls) and all(
             any(self._made_in_loop_with_shape_from(arg, varying, 0) for arg in positional(call)) for call in calls
         )
+
+    def _varying_in_loop(self) -> set[str]:
+        """The names whose value the innermost loop changes: those its body binds and its target."""
+        loop = self.loops[-1]
+        return self._assigned_in_loop() | (names_in(loop.target) if isinstance(loop, cst.For) else set())
 
     def _jitted_params(self, built: cst.Call) -> list[str]:
         """The parameters of the function `built` jits, seen through transforms that keep a
