@@ -525,7 +525,8 @@ class KeyFlow:
         callee = self.facts.function_for(call.func, self.scope) or self.facts.instance_method(call.func, self.scope)
         # a method of an object of a project class is judged by the index, by that method's name
         project_name = (name or self.facts.object_method_name(call.func, self.scope)) if callee is None else None
-        if callee is None and _stores(call, name) and not (self.facts.project and self.facts.project.callee(project_name)):
+        stores = _stores(call, name) or _makes_train_state(self.facts, call.func, self.scope)
+        if callee is None and stores and not (self.facts.project and self.facts.project.callee(project_name)):
             return  # a constructor, `replace`, a container or a logger keeps the key: no draw
         haiku_apply = self._is_haiku_apply(call.func)
         side_streams = _init_side_streams(call, {id(node) for _, _, node in found}, self.statement)
@@ -1391,8 +1392,8 @@ def _same_key_note(key: str, index: int, count: int) -> str:
 def _init_side_streams(call: cst.Call, keys: set[int], statement) -> set[int]:
     """The keys of `model.init({"params": k1, "dropout": k2}, x)` given to streams other
     than "params", and keys among the arguments of the forward pass that init runs
-    (`actor.init(k, obs, k)`, `state.init(f)(k, key, x)`; `keys` are the ids of the key
-    nodes among the arguments): Flax's init draws the parameters
+    (`actor.init(k, obs, k)`, `actor.init(k, obs, rng=k)`, `state.init(f)(k, key, x)`;
+    `keys` are the ids of the key nodes among the arguments): Flax's init draws the parameters
     from "params"; the rest only changes the forward output that init throws away, and a
     stream no module asks for (`make_rng`) is never drawn. Possible draws, as a Haiku
     apply's key is. So for `_, params = m.init_with_output(...)`, whose output is thrown away."""
@@ -1411,7 +1412,13 @@ def _init_side_streams(call: cst.Call, keys: set[int], statement) -> set[int]:
     named_as_key = isinstance(first, cst.Name) and KEY_PARAM.match(first.value) is not None
     if not (isinstance(first, cst.Dict) or id(first) in keys or named_as_key):
         return streams  # `Linear.init(In, Out, key=k)`: an equinox-style constructor, no forward pass
-    return streams | {id(arg.value) for arg in args[1:]}
+    # the forward pass takes keywords too (`rng=k`), beside init's own options
+    forward = args[1:] + [arg for arg in call.args if arg.keyword is not None and arg.keyword.value not in _INIT_OPTIONS]
+    return streams | {id(arg.value) for arg in forward}
+
+
+# Keywords of Flax's `init` itself, not of the forward pass it runs.
+_INIT_OPTIONS = frozenset({"rngs", "method", "mutable", "capture_intermediates"})
 
 
 def _output_discarded(statement, call: cst.Call) -> bool:
@@ -1449,6 +1456,22 @@ def _stores(call: cst.Call, qualified: str | None) -> bool:
     if tail in STORING_METHODS or (isinstance(func, cst.Attribute) and tail in LOGGING_METHODS):
         return True
     return tail[:1].isupper() and not tail.isupper()  # a class: `MetropolisState(rng=key)`
+
+
+def _makes_train_state(facts: ModuleFacts, func: cst.BaseExpression, scope: Scope) -> bool:
+    """`TrainState.create(..., rng=key)` of Flax's `train_state.TrainState`, or of a class of
+    the module derived from it: a factory that keeps its extra fields."""
+    return isinstance(func, cst.Attribute) and func.attr.value == "create" and _is_train_state(facts, func.value, scope)
+
+
+def _is_train_state(facts: ModuleFacts, node: cst.BaseExpression, scope: Scope, depth: int = 0) -> bool:
+    if facts.qualname(node, scope) == "flax.training.train_state.TrainState":
+        return True
+    owner = scope.lookup(node.value) if isinstance(node, cst.Name) and depth < 5 else None
+    if owner is None or node.value not in owner.classes:
+        return False
+    bases = facts.scopes[owner.classes[node.value]].node.bases
+    return any(base.keyword is None and _is_train_state(facts, base.value, owner, depth + 1) for base in bases)
 
 
 def _samples(call: cst.Call) -> bool:
@@ -1892,7 +1915,9 @@ class KeyReuse(_KeyRule):
         Flags a PRNG key consumed twice (by `jax.random` samplers or by functions it is passed
         to) with no `split` rebinding it in between, on some path. Not a consumption: abstract
         evaluations (`eval_shape`, `make_jaxpr`, `.lower()`, `flax.linen.tabulate` and a
-        module's `.tabulate`), `clone`, a
+        module's `.tabulate`), `clone`, what keeps the key (a constructor `State(rng=key)`,
+        `dataclasses.replace`, Flax's `TrainState.create(..., rng=key)`, a container's
+        `append`, a logger), a
         callee of the module (a method too, called on an object of a class of the module:
         `flow = Flow(); flow(x, rng_key=key)` runs `Flow.__call__`) that ignores its key,
         swallows it in a `**kwargs` it never reads, or
@@ -1910,7 +1935,8 @@ class KeyReuse(_KeyRule):
         given to `apply` in every iteration of a loop is still JG603. A key given to a
         function of another project module that only hands it to such an `apply` (through
         `jax.value_and_grad(loss)(params, key, x)` too) is treated the same. Likewise a key given to
-        a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`), or of
+        a stream other than "params" of a Flax `init` (`{"params": k, "dropout": k2}`) or among
+        the arguments of the forward pass it runs (`actor.init(k, obs, rng=k)`), or of
         an `init_with_output` whose output is thrown away (`_, params = ...`), which is an init.
         A draw whose numbers are never used is paired with nothing either: a template read
         only for its `.shape`/`.dtype`, or a dummy input given to a model's `init`
