@@ -484,7 +484,7 @@ def bias_never_built(key):
     v = jax.random.normal(key, (4,))
     b = jnp.where(jax.random.randint(key, (4,), 0, 4) > 2, 0, -jnp.inf) if {test} else None
     if {test}:
-        jax.random.uniform(key)
+        v = v + jax.random.uniform(key)
     return v, b
 
 @jax.jit

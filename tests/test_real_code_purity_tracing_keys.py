@@ -1184,6 +1184,25 @@ def test_a_memo_table_filled_at_trace_time_is_not_outer_state():
     assert "JG104" in found(source.replace("return hit", "return shape").replace("return PLANS[shape]", "return shape"))
 
 
+def test_a_draw_made_only_to_wait_for_the_device_draws_nothing_anyone_reads():
+    # dbn ends each epoch with `jax.random.normal(rng, ()).block_until_ready()` on a key it
+    # split before: a sync barrier whose number is thrown away
+    source = """
+    import jax
+
+    def epoch(rng, run):
+        train_rng, valid_rng = jax.random.split(rng)
+        loss = run(jax.random.normal(train_rng, (3,)), valid_rng)
+        jax.random.normal(rng, ()).block_until_ready()
+        return loss
+    """
+    found_codes = [d.code for d in lint(source) if d.code.startswith("JG60")]
+    assert found_codes == []
+    # the number kept and returned is a use of the split key
+    kept = source.replace("        jax.random.normal(rng, ()).block_until_ready()\n        return loss", "        wait = jax.random.normal(rng, ()).block_until_ready()\n        return loss, wait")
+    assert [d.code for d in lint(kept) if d.code.startswith("JG60")] == ["JG602"]
+
+
 def test_a_flax_train_state_keeps_the_key_it_is_made_with():
     # dbn stores its init key in its TrainState (`rng: Any`), as Flax's dropout guide does:
     # `create` keeps the extra fields, it draws nothing

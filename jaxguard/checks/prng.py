@@ -491,7 +491,8 @@ class KeyFlow:
                     # shown to ignore their key: nothing is drawn
                     return
                 self._consume(
-                    key, call, name, split, state, maybe=not split and self._only_shape_used(call, drawn=True),
+                    key, call, name, split, state,
+                    maybe=not split and (self._only_shape_used(call, drawn=True) or self._thrown_away(call)),
                     reorders=_is_reordering(name),
                 )
                 if shadowed and not self.key_param and not _is_reordering(name):
@@ -622,6 +623,18 @@ class KeyFlow:
                 return False
             return name in self._read_only_for_shape_here(owner, drawn)
         return False
+
+    def _thrown_away(self, call: cst.Call) -> bool:
+        """A draw that is a statement of its own, or whose array only a method called in that
+        statement sees (`normal(key, ()).block_until_ready()`, a wait for the device): the
+        numbers go nowhere."""
+        statement = self.statement
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            return False
+        value = statement.body[0].value if isinstance(statement.body[0], cst.Expr) else None
+        while isinstance(value, cst.Call) and value is not call and isinstance(value.func, cst.Attribute):
+            value = value.func.value  # `draw.block_until_ready()`: the method's receiver
+        return value is call
 
     def _batched(self, value: cst.BaseExpression, call: cst.Call) -> bool:
         """`value` is the draw `call`, or items of it (`call[None, ...]`, `call[0]`, also
@@ -1945,7 +1958,8 @@ class KeyReuse(_KeyRule):
         gives it only to an `init` or reads only its shape: `setup(model, key2, x)`), or a
         value read only by an abstract evaluation (`jax.eval_shape(f, state.params)`), or
         never read at all (`X = sampler.sample(key)` with only `Y` used after; also a name
-        bound twice that nothing reads): a local of a function, or a top-level name of a
+        bound twice that nothing reads; a draw that is a statement of its own, as in
+        `normal(key, ()).block_until_ready()`, a wait for the device): a local of a function, or a top-level name of a
         notebook or a script no module imports (every reader is in view). The same call made twice, one result named a target
         (`params = net.init(key, x)`, `target_params = net.init(key, x)`) makes an RL target
         network an exact copy of the online one on purpose: not paired.
@@ -2174,7 +2188,9 @@ class KeyUsedAfterSplit(_KeyRule):
         module whose body never draws from it, or of the project the index judges so), on
         the way kept by array code (`subkeys = jnp.array(subkeys)`) or read by item
         (`step(x, subkeys[t])`). Keys mapped over by a function (`jax.tree.map(f, keys)`,
-        `map(f, keys)`) may be drawn from by it.
+        `map(f, keys)`) may be drawn from by it. A draw that is a statement of its own
+        (`normal(key, ()).block_until_ready()`, a wait for the device) gives numbers nobody
+        reads, and is no use either.
     """
     why = """
         `split(key)` consumes `key`: the new keys are derived from it, and drawing from the old
