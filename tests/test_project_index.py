@@ -220,15 +220,19 @@ def test_a_helper_of_another_module_that_only_reorders_with_the_key_reorders_pai
             "import jax\nimport jax.numpy as jnp\ndef shuffle(key, data):\n"
             "    idx = jax.random.permutation(key, jnp.arange(len(data)))\n    return data[idx]\n"
             "def jitter(key, data):\n    return data + jax.random.normal(key, data.shape)\n"
+            "def subset(key, data, n):\n    return jax.random.choice(key, data, (n,), replace=False)\n"
+            "def resample(key, data, n):\n    return jax.random.choice(key, data, (n,))\n"
         ),
         "pkg/train.py": (
-            "import jax\nfrom pkg.utils import shuffle, jitter\n"
+            "import jax\nfrom pkg.utils import shuffle, jitter, subset, resample\n"
             "def pairs(key, chosen, rejected):\n    return shuffle(key, chosen), shuffle(key, rejected)\n"
             "def noisy(key, a, b):\n    return jitter(key, a), jitter(key, b)\n"
             "def mixed(key, a):\n    return shuffle(key, a), jax.random.normal(key)\n"
+            "def subsets(key, a, b):\n    return subset(key, a, 4), subset(key, b, 4)\n"
+            "def resamples(key, a, b):\n    return resample(key, a, 4), resample(key, b, 4)\n"
         ),
     })
-    assert check(root, "pkg") == [("pkg/train.py", 6, "JG601"), ("pkg/train.py", 8, "JG601")]
+    assert check(root, "pkg") == [("pkg/train.py", 6, "JG601"), ("pkg/train.py", 8, "JG601"), ("pkg/train.py", 12, "JG601")]
 
 
 def test_a_dict_of_arguments_spread_into_a_transformed_call_is_followed_no_further(tmp_path):

@@ -760,6 +760,25 @@ def test_one_key_for_two_reorderings_keeps_paired_arrays_aligned():
     assert "JG601" in found(mixed)
 
 
+def test_one_key_for_two_choices_without_replacement_selects_the_same_rows():
+    # hax-em takes a batch of poses and of CTF parameters with one key: `choice(...,
+    # replace=False)` is the first rows of `permutation(key, n)`, so each particle keeps
+    # its pose and its defocus together
+    source = """
+    import jax
+
+    def pick(key, poses, defocus, n):
+        rot = jax.random.choice(key, poses, shape=(n,), replace=False)
+        dfu = jax.random.choice(key, defocus, shape=(n,), replace=False)
+        return rot, dfu
+    """
+    assert "JG601" not in found(source)
+    # drawn with replacement, the second choice is not a reordering: the key is drawn from again
+    assert "JG601" in found(source.replace("dfu = jax.random.choice(key, defocus, shape=(n,), replace=False)", "dfu = jax.random.choice(key, defocus, shape=(n,))"))
+    # a choice without replacement beside a draw of other numbers is still a reuse
+    assert "JG601" in found(source.replace("dfu = jax.random.choice(key, defocus, shape=(n,), replace=False)", "dfu = jax.random.normal(key, (n,))"))
+
+
 def test_a_flax_module_tabulate_draws_nothing():
     # cleanba prints `network.tabulate(network_key, obs)`: Flax evaluates the module under
     # jax.eval_shape to list its shapes, so the key is not drawn from

@@ -46,6 +46,7 @@ from jaxguard.lint.jaxapi import (
     REORDERINGS,
     SHAPE_ATTRIBUTES,
     TREE_MAPS,
+    is_reordering,
 )
 from jaxguard.lint.notebook import starts_cell
 from jaxguard.lint.registry import Rule, register
@@ -493,9 +494,9 @@ class KeyFlow:
                 self._consume(
                     key, call, name, split, state,
                     maybe=not split and (self._only_shape_used(call, drawn=True) or self._thrown_away(call)),
-                    reorders=_is_reordering(name),
+                    reorders=_is_reordering(name, call),
                 )
-                if shadowed and not self.key_param and not _is_reordering(name):
+                if shadowed and not self.key_param and not _is_reordering(name, call):
                     # (one permutation for each of several arrays keeps paired data aligned)
                     # in a comprehension's element: every element draws from the same key
                     use = Use(key, call, name, False, self.statement)
@@ -1560,7 +1561,7 @@ def _only_reorders(facts: ModuleFacts, info, param: str) -> bool:
     uses = [n for n in nodes if isinstance(n, cst.Name) and n.value == param and n in facts.loads]
     reordering = {
         id(node.args[0].value) for node in nodes
-        if isinstance(node, cst.Call) and node.args and _is_reordering(facts.qualname(node.func, info.scope))
+        if isinstance(node, cst.Call) and node.args and _is_reordering(facts.qualname(node.func, info.scope), node)
     }
     looked = {id(node.left) for node in nodes if isinstance(node, cst.Comparison)}
     return bool(uses) and all(id(n) in reordering or id(n) in looked for n in uses) and any(id(n) in reordering for n in uses)
@@ -1582,8 +1583,12 @@ def _project_param(facts: ModuleFacts, qualified: str | None, call: cst.Call, ar
     return entry, entry.param_for(call.args, arg) if entry is not None else None
 
 
-def _is_reordering(name: str | None) -> bool:
-    return name is not None and name.startswith("jax.random.") and name.rsplit(".", 1)[-1] in REORDERINGS
+def _is_reordering(name: str | None, call: cst.Call) -> bool:
+    without_replacement = any(
+        arg.keyword is not None and arg.keyword.value == "replace" and isinstance(arg.value, cst.Name) and arg.value.value == "False"
+        for arg in call.args
+    )
+    return is_reordering(name, without_replacement)
 
 
 def project_key_verdict(facts: ModuleFacts, qualified: str | None, call: cst.Call, arg: cst.Arg) -> str | None:
@@ -1969,8 +1974,8 @@ class KeyReuse(_KeyRule):
         the module that only hands its key to code the linter cannot read (another library)
         is a possible draw, as a function of another project module is: paired only with a
         proven draw, never with another possible one. Two reorderings
-        (`permutation`, `shuffle`, or callees of the module or of the project that only reorder
-        with the key)
+        (`permutation`, `shuffle`, `choice(..., replace=False)`, which takes the first rows of
+        a permutation, or callees of the module or of the project that only reorder with the key)
         are not paired: one key permutes paired arrays alike, on purpose. Draws under tests
         that cannot both hold (`if name == "moons":` and `if name == "grfs":`, with `name`
         a parameter the body never rebinds, or a local bound once) are not on one path;

@@ -31,6 +31,16 @@ TRACING_TRANSFORMS: dict[str, tuple[str | None, str | None]] = {
 # arrays alike, on purpose.
 REORDERINGS = ("permutation", "shuffle")
 
+
+def is_reordering(name: str | None, without_replacement: bool) -> bool:
+    """`jax.random.permutation`/`shuffle`, or `choice(..., replace=False)`, which takes the
+    first items of a permutation (`permutation(key, n)[:k]`, jax 0.10.2): one key selects
+    the same rows of paired arrays."""
+    if name is None or not name.startswith("jax.random."):
+        return False
+    tail = name.rsplit(".", 1)[-1]
+    return tail in REORDERINGS or (tail == "choice" and without_replacement)
+
 # Attributes of an array that say its form, not its numbers: a value read only through them
 # is a shape template (numbers drawn for it correlate with nothing).
 SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size"})

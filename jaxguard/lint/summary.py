@@ -35,15 +35,15 @@ from jaxguard.lint.jaxapi import (
     METADATA_CALLS,
     NAMES_X64,
     NOT_CONSUMING,
-    REORDERINGS,
     SHAPE_ATTRIBUTES,
     TELLING_CALLS,
     TRACING_TRANSFORMS,
     is_host_callback,
+    is_reordering,
     names_abstract_trace,
 )
 
-VERSION = 19  # of the summary format (part of its cache key)
+VERSION = 20  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -745,7 +745,10 @@ class _KeyUses:
                 self._split(call)
             elif (position == 0 or keyword == "key") and target not in NOT_CONSUMING:
                 self.draws = True
-                self.reorders = self.reorders and target.rsplit(".", 1)[-1] in REORDERINGS
+                without_replacement = any(
+                    kw.arg == "replace" and isinstance(kw.value, ast.Constant) and kw.value.value is False for kw in call.keywords
+                )
+                self.reorders = self.reorders and is_reordering(target, without_replacement)
             return
         if target in KEY_APPLYING:
             self.unknown = True  # `jax.tree.map(lambda k: normal(k), keys)`: the function applied may draw
