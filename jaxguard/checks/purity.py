@@ -481,7 +481,9 @@ class TracedReadsMutableGlobal(Rule):
         guard that returns it once set: `if _tried: return _cache`, or set beside the guarded
         name in the block that sets it) that nothing else resets,
         a name a function sets only to what imports and constants give alike on every call
-        (`_PLATFORM = jax.devices()[0].platform`; a literal flag or an argument is a setting),
+        (`_PLATFORM = jax.devices()[0].platform`, also through locals made so in straight
+        steps: `net = hk.transform(f)`, `net = hk.without_apply_rng(net)`, `fwd =
+        jax.jit(net.apply)`; a literal flag or an argument is a setting),
         a lambda compiled and called at once (traced anew each time), a def inside a function
         that alone sets the global, before it first calls the def (each call makes a new jitted
         step that sees the value just set), or functions that only
@@ -529,6 +531,10 @@ class TracedReadsMutableGlobal(Rule):
     """
     invalid = (
         "import jax\ng = 0.\ndef f(x):\n    return x + g\nprint(jax.jit(f)(4.))\ng = 10.\n",
+        # a local made in steps, one of them from the caller's argument: a setting
+        "import jax\nimport haiku as hk\ndef _net(x):\n    return hk.Linear(1)(x)\ndef train(lr):\n    global forward\n"
+        "    net = hk.transform(_net)\n    net = scaled(net, lr)\n    forward = jax.jit(net.apply)\n    return lr\n"
+        "@jax.jit\ndef loss(p, x):\n    return forward(p, x)\n",
         # set by a function to a literal other than the module's
         "import jax\ngamma = 0.9\ndef train(n):\n    global gamma\n    gamma = 0.99\n    return step(n)\n"
         "@jax.jit\ndef step(x):\n    return x * gamma\n",
@@ -638,6 +644,10 @@ class TracedReadsMutableGlobal(Rule):
         # set by a function, but to what imports and the environment give alike on every call
         "import jax\n_PLATFORM = None\ndef detect():\n    global _PLATFORM\n    _PLATFORM = jax.devices()[0].platform\n"
         "    return _PLATFORM\n@jax.jit\ndef f(x):\n    return x * 2 if _PLATFORM == 'tpu' else x\n",
+        # ... through a local made in straight steps from module functions (rl_with_jax's trials)
+        "import jax\nimport haiku as hk\ndef _net(x):\n    return hk.Linear(1)(x)\ndef train(lr):\n    global forward\n"
+        "    net = hk.transform(_net)\n    net = hk.without_apply_rng(net)\n    forward = jax.jit(net.apply)\n    return lr\n"
+        "@jax.jit\ndef loss(p, x):\n    return forward(p, x)\n",
         # rebound after the def, but nothing run before the last binding reaches the function
         "import jax\ndef measure():\n    return 1.0\n@jax.jit\ndef f(x):\n    return x * scale\n"
         "scale = measure()\nscale = scale * 2\ny = f(1.0)\n",

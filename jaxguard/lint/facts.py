@@ -463,6 +463,19 @@ def assigned_names(block: cst.CSTNode) -> set[str]:
     return names
 
 
+def _straight_bindings(function: cst.CSTNode, name: str) -> list[cst.BaseExpression]:
+    """The values of the `name = ...` statements in `function`'s own block, in order (none
+    under a loop or a branch): each binding runs once per call, after the one before."""
+    body = function.body.body if isinstance(function, cst.FunctionDef) and isinstance(function.body, cst.IndentedBlock) else []
+    return [
+        small.value
+        for line in body if isinstance(line, cst.SimpleStatementLine)
+        for small in line.body
+        if isinstance(small, cst.Assign) and len(small.targets) == 1
+        and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name
+    ]
+
+
 def _is_literal(value: cst.BaseExpression) -> bool:
     """A number, string, True/False/None (a flag or a setting written out), signed or not,
     or a container of them (`{"scale": 2.0}`)."""
@@ -1150,13 +1163,14 @@ class ModuleFacts:
     def built_from_constants(
         self, value: cst.BaseExpression, scope: Scope, receiver: str | None = None,
         reassigned: set[str] = frozenset(), exclude: str | None = None, depth: int = 0,
-        steady: Callable[[str], bool] | None = None,
+        steady: Callable[[str], bool] | None = None, known: frozenset[str] = frozenset(),
     ) -> bool:
         """Is `value` made only of literals, imported names, builtins, module names that do
         not change and (given a `receiver`) its attributes that are never `reassigned`, through
         calls that give the same result each time? Then evaluating it again gives an equal
         value (`optax.adam(self.cfg.lr)`, `jax.devices()[0].platform`). `steady` judges
-        whether a module name keeps its value (by default: it is never rebound)."""
+        whether a module name keeps its value (by default: it is never rebound); `known` are
+        locals already shown to be made so."""
         facts, calls, lambdas = self, [], set()
         inner = [scope]  # the scope names are read in: a lambda's own, inside it
 
@@ -1190,6 +1204,8 @@ class ModuleFacts:
                     return
                 elif owner.node in lambdas:
                     return  # a parameter of a lambda the value makes
+                elif owner is scope and owner.kind != "module" and name.value in known:
+                    return
                 elif owner is scope and owner.kind != "module" and depth < 2 and name.value != receiver and built_local(name.value):
                     return  # a local made the same way (`grad_fn = jax.grad(self._loss)`)
                 elif owner.kind != "module" or name.value == exclude or not keeps_value(name.value):
@@ -1200,9 +1216,14 @@ class ModuleFacts:
 
         def built_local(name: str) -> bool:
             values = scope.values.get(name, [])
-            return (
-                name not in scope.function.params and len(values) == 1 and values[0] is not None
-                and facts.built_from_constants(values[0], scope, receiver, reassigned, exclude, depth + 1, steady)
+            if name in scope.function.params or not values or None in values:
+                return False
+            # bound once, or in straight statements: `f = hk.transform(g)` then
+            # `f = hk.without_apply_rng(f)`, each binding from the one before
+            chain = values if len(values) == 1 else _straight_bindings(scope.function.node, name)
+            return len(chain) == len(values) and all(
+                facts.built_from_constants(v, scope, receiver, reassigned, exclude, depth + 1, steady, known | ({name} if i else set()))
+                for i, v in enumerate(chain)
             )
 
         parts = _Parts()
