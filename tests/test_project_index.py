@@ -1298,8 +1298,22 @@ def test_a_function_that_refuses_to_run_without_x64_by_its_message_covers_its_ca
             "from pkg.flags import _is_x64_enabled\nfrom pkg.other_impl import f\n"
             "def solve(n):\n    if not _is_x64_enabled():\n        raise ValueError('bad input')\n    return f(n)\n"
         ),
+        # spharmgrid: each public op calls a check of another module that refuses to run
+        # without x64, then the helper that calls into the flagged module
+        "pkg/checks.py": (
+            "import jax\ndef require_array(x):\n    if not jax.config.read('jax_enable_x64'):\n"
+            "        raise RuntimeError('requires JAX x64 mode; set jax_enable_x64=True')\n    return x\n"
+        ),
+        "pkg/compat.py": X64_MODULE,
+        "pkg/ops.py": (
+            "from pkg.checks import require_array\nfrom pkg.compat import f\n"
+            "def _forward_one(n):\n    return f(n)\n"
+            "def forward(x, n):\n    require_array(x)\n    return _forward_one(n)\n"
+        ),
+        "pkg/api.py": "from pkg.ops import forward\n",  # a library module, not a program
     })
     reported = found(root, "pkg")
     assert ("pkg/gram.py", "JG903") not in reported
     assert ("pkg/impl.py", "JG903") not in reported
     assert ("pkg/other_impl.py", "JG903") in reported
+    assert ("pkg/compat.py", "JG903") not in reported

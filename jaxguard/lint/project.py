@@ -461,10 +461,7 @@ class ProjectIndex:
             if self.is_test_module(module) or module in self._imported_modules:
                 continue
             calls = [*summary.get("module_calls", []), *(n for info in summary["functions"].values() for n in info["calls"])]
-            guard = next((
-                name for name in calls
-                if (target := self.resolve(name)) is not None and target[0] != module and self._function(target).get("x64_guard")
-            ), None)
+            guard = next((name for name in calls if self._x64_guard_of_another_module(name, module)), None)
             work = sorted(imports.get(module, ())) if guard is not None else []
             while work:
                 imported = work.pop()
@@ -490,11 +487,18 @@ class ProjectIndex:
                         callers.setdefault(target, set()).add((module, name))
         return callers
 
+    def _x64_guard_of_another_module(self, name: str, module: str) -> bool:
+        """`name`, called in `module`, is a project function of another module that turns x64
+        on or refuses (or warns) to run without it."""
+        target = self.resolve(name)
+        return target is not None and target[0] != module and bool(self._function(target).get("x64_guard"))
+
     def _x64_decorated(self, place: tuple[str, str]) -> bool:
         """A decorator of the function turns x64 on around each call (`@with_float64`), or
-        refuses to run without it."""
-        decorators = self._function(place).get("decorators", ())
-        return any((target := self.resolve(name)) is not None and self._function(target).get("x64_guard") for name in decorators)
+        refuses to run without it; or the function calls such a guard of another module
+        (`_require_array(x)` raising "requires JAX x64 mode" at the top of each public op)."""
+        function = self._function(place)
+        return any(self._x64_guard_of_another_module(name, place[0]) for name in [*function.get("decorators", ()), *function.get("calls", ())])
 
     @cached_property
     def _x64_functions(self) -> dict[str, set[str]]:
