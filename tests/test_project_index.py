@@ -498,11 +498,20 @@ def test_a_package_that_tells_its_users_to_enable_x64_is_aware(tmp_path):
         "told/sub/ops.py": X64_MODULE,
         "silent/__init__.py": '"""Spherical transforms."""\n',
         "silent/_nufft.py": X64_MODULE,
+        # omnibias: a `precision` module of the package says it; a test's docstring does not
+        "byhelper/__init__.py": "from byhelper.precision import require_x64\n",
+        "byhelper/precision.py": '"""This module does not flip the flag: enable it yourself,\njax.config.update("jax_enable_x64", True)."""\n',
+        "byhelper/jet.py": X64_MODULE,
+        "bytest/__init__.py": "",
+        "bytest/ops.py": X64_MODULE,
+        "bytest/tests/test_ops.py": '"""Run with jax_enable_x64 set."""\n',
     })
     reported = found(root, ".")
     assert ("told/_nufft.py", "JG903") not in reported
     assert ("told/sub/ops.py", "JG903") not in reported
     assert ("silent/_nufft.py", "JG903") in reported
+    assert ("byhelper/jet.py", "JG903") not in reported
+    assert ("bytest/ops.py", "JG903") in reported
 
 
 def test_a_decorator_that_scopes_x64_around_each_call_makes_its_users_aware(tmp_path):

@@ -579,8 +579,9 @@ class X64DtypeWithoutX64(Rule):
         with one that runs each call under `jax.enable_x64()` (`@with_float64`); an entry point that enables x64 and then imports the module;
         a module that a program calling such a guard imports, directly or not (each script's
         `main` checks `JAX_ENABLE_X64` and warns: the library modules it runs are covered);
-        a module of a package whose `__init__` docstring tells its users to enable x64
-        ("float64 is opt-in: call `jax.config.update("jax_enable_x64", True)`");
+        a module of a package one of whose modules (tests aside) has a docstring that tells
+        its users to enable x64 ("float64 is opt-in: call `jax.config.update("jax_enable_x64",
+        True)`", in its `__init__` or in a `precision` module it exports);
         a package `__init__` that imports all its submodules when one of them enables it;
         a package where a library module (one its other modules import: a solver) enables it
         at import, or a function switches it on, so whether it is on depends on what the user

@@ -444,8 +444,14 @@ class ProjectIndex:
 
     @cached_property
     def _x64_told(self) -> list[str]:
-        """The packages whose `__init__` docstring tells their users to enable x64."""
-        return sorted(module for module, summary in self.summaries.items() if summary.get("tells_x64"))
+        """The top-level packages one of whose modules (tests aside) has a docstring that
+        tells its users to enable x64 (omnibias's `precision` module: "This module
+        deliberately does not flip the flag for you"): its modules rely on them."""
+        packages = {module.partition(".")[0] for module in self.summaries if "." in module}
+        return sorted({
+            top for module, summary in self.summaries.items()
+            if summary.get("tells_x64") and not self.is_test_module(module) and (top := module.partition(".")[0]) in packages
+        })
 
     @cached_property
     def _guarded_by(self) -> dict[str, str]:

@@ -43,7 +43,7 @@ from jaxguard.lint.jaxapi import (
     names_abstract_trace,
 )
 
-VERSION = 20  # of the summary format (part of its cache key)
+VERSION = 21  # of the summary format (part of its cache key)
 
 # Key use kinds: a parameter is drawn from, ignored, passed on (resolved by the index), or
 # used in a way the summary cannot follow (stored, returned, given to unknown code); or only
@@ -310,9 +310,9 @@ class _Summariser:
         # raise`) runs with it, as does whatever imports it; one that warns has told the user
         if any(_checks_x64(node) for node in tree.body):
             summary["x64"] = True
-        # a package whose `__init__` docstring tells its users to enable x64 ("float64 is
-        # opt-in: call jax.config.update('jax_enable_x64', True)"): its modules rely on them
-        summary["tells_x64"] = self.package == self.module and NAMES_X64.search(ast.get_docstring(tree) or "") is not None
+        # a docstring that tells users to enable x64 ("float64 is opt-in: call
+        # jax.config.update('jax_enable_x64', True)"): its package's modules rely on them
+        summary["tells_x64"] = NAMES_X64.search(ast.get_docstring(tree) or "") is not None
         summary["x64_then_imports"] = sorted({
             target for node, _, _ in functions if enabling[node] for target in self._imported_after(node, min(enabling[node]))
         })
