@@ -35,7 +35,12 @@ class InPlaceUpdate(Rule):
     summary = "In-place assignment to an immutable JAX array raises TypeError; use x.at[idx].set(value)"
     message = "JAX arrays are immutable: '{target} {operator} ...' raises TypeError; use {name} = {name}.at[...].{op}(...)"
     fix_kind = "autofix"
-    what = "Flags item assignment `x[i] = v` and augmented item assignment `x[i] += v` on a JAX array."
+    what = """
+        Flags item assignment `x[i] = v` and augmented item assignment `x[i] += v` on a JAX
+        array. Not the parameters of a Pallas kernel, which are mutable Refs whatever their
+        annotation says (a function given to `pallas_call`, also as a partial bound to a name:
+        `kernel = functools.partial(body, ...)`, then `pl.pallas_call(kernel, ...)`).
+    """
     why = """
         JAX arrays cannot be changed in place: item assignment raises `TypeError: JAX arrays are
         immutable`. The functional form `x = x.at[i].set(v)` returns an updated copy (which XLA
@@ -78,6 +83,11 @@ class InPlaceUpdate(Rule):
         # an array leaf of a nested pytree
         "import jax.numpy as jnp\nparams = [{'w': jnp.ones((2, 2)), 'b': jnp.zeros(2)}]\nparams[0]['w'][0, 0] = 0.0\n",
         "import jax\n@jax.jit\ndef f(params):\n    params['layer']['w'][..., 0] = 0.0\n    return params\n",
+        # the same body as a partial given to jit, not to pallas_call: its parameters are arrays
+        "import functools\nimport jax\nfrom jax.experimental import pallas as pl\n"
+        "def body(x_ref: jax.Array, o_ref: jax.Array, stage: jax.Array, *, scale: float):\n"
+        "    stage[0] = x_ref[0] * scale\n    return stage\n"
+        "def f(x):\n    kernel = functools.partial(body, scale=2.0)\n    return jax.jit(kernel)(x, x, x)\n",
     )
     valid = (
         # the `else` arm runs on what held before the `if`: a NumPy array there
@@ -88,6 +98,11 @@ class InPlaceUpdate(Rule):
         "import jax\nimport jax.numpy as jnp\nfrom mylib import pallas_call\n"
         "def kernel(x_ref: jnp.ndarray, out_ref: jnp.ndarray):\n    out_ref[...] = x_ref[...]\n    out_ref[...] += 1\n"
         "@jax.jit\ndef f(x):\n    return pallas_call(kernel, out_shape=x)(x)\n",
+        # ... and a scratch Ref of a kernel given to pallas_call as a partial bound to a name
+        "import functools\nimport jax\nfrom jax.experimental import pallas as pl\n"
+        "def body(x_ref: jax.Array, o_ref: jax.Array, stage: jax.Array, *, scale: float):\n"
+        "    stage[0] = x_ref[0] * scale\n    o_ref[0] = stage[0]\n"
+        "def f(x):\n    kernel = functools.partial(body, scale=2.0)\n    return pl.pallas_call(kernel, out_shape=x)(x)\n",
         # a fori_loop's list carry: `val[1] = ...` sets an item of the list
         "import jax\ndef series(z, n):\n    def body(i, val):\n        val[1] = val[1] * z\n        val[0] += val[1]\n"
         "        return val\n    return jax.lax.fori_loop(1, n, body, [z, z])[0]\n",

@@ -2160,7 +2160,11 @@ class ModuleFacts:
         name = self.qualname(call.func, scope)
         args = positional(call)
         if name in REF_KERNEL_TAKERS:
-            kernel = self.function_for(args[0], scope) if args else None
+            target = args[0] if args else None
+            owner = scope.lookup(target.value) if isinstance(target, cst.Name) else None
+            if owner is not None and target.value not in owner.defs and len(values := owner.values.get(target.value) or []) == 1:
+                target = values[0]  # `kernel = functools.partial(body, ...)`, then `pallas_call(kernel, ...)`
+            kernel = self.function_for(target, scope) if target is not None else None
             if kernel is not None:
                 kernel.ref_params = True
                 kernel.traced = True
