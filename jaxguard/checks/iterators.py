@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from jaxguard.lint.facts import positional
+from jaxguard.lint.facts import FunctionInfo, argument, positional
 from jaxguard.lint.jaxapi import JIT_TRANSFORMS
 from jaxguard.lint.registry import Rule, register
 
@@ -21,7 +21,9 @@ class IteratorInTraced(Rule):
         expressions) passed as operands of lax control flow or jitted functions. An iterator
         made on every call of a function and drawn from in a closure that lax, `vmap` or `grad`
         traces in place (`rngs = hk.PRNGSequence(rng)`, then `next(rngs)` in a vmapped
-        function) is new each time: not flagged.
+        function) is new each time: not flagged; nor is the iterator a helper receives when
+        every call of the helper passes one its caller made itself (`with open(path) as fd:
+        return _parse(fd)`: the file read line by line while the caller is traced).
     """
     why = """
         An iterator carries hidden state. JAX runs the Python body once to trace it, so `next()`
@@ -57,6 +59,10 @@ class IteratorInTraced(Rule):
         # the same under vmap inside a jitted function the maker returns: jit keeps the first draw
         "import jax\ndef build(xs):\n    tiles = iter(xs)\n    @jax.jit\n    def step(x):\n"
         "        return jax.vmap(lambda y: y + next(tiles))(x)\n    return step\n",
+        # a parser of the caller's iterator, given one made once for the module
+        "import jax\nimport jax.numpy as jnp\nLINES = iter(open('pot.mtp'))\ndef _parse(file, n):\n"
+        "    return [float(next(file)) for _ in range(n)]\ndef read(n):\n    return _parse(LINES, n)\n"
+        "@jax.jit\ndef energy(x):\n    return x * jnp.asarray(read(2))\n",
     )
     valid = (
         # unpacked at the call: the jitted function receives the arrays, not the generator
@@ -75,6 +81,12 @@ class IteratorInTraced(Rule):
         # in a function that traced code calls
         "import jax\nimport haiku as hk\ndef layers(x, rng=None):\n    rng = hk.PRNGSequence(rng) if rng is not None else None\n"
         "    return hk.dropout(next(rng), 0.1, x)\n@jax.jit\ndef f(x, key):\n    return layers(x, key)\n",
+        # a parser of a file its only caller opens on each run (motep's `.mtp` reader, reached
+        # from a jitted energy): a new iterator each trace, read line by line
+        "import pathlib\nimport jax\nimport jax.numpy as jnp\ndef _parse(file, n):\n"
+        "    return [float(next(file)) for _ in range(n)]\ndef read(path, n):\n"
+        "    with pathlib.Path(path).open('r') as fd:\n        return _parse(fd, n)\n"
+        "@jax.jit\ndef energy(x):\n    return x * jnp.asarray(read('pot.mtp', 2))\n",
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -100,14 +112,38 @@ class IteratorInTraced(Rule):
         checked at the call."""
         owner = self.ctx.scope.lookup(name)
         maker = owner.function if owner is not None else None
-        if maker is None or (name in maker.params and not maker.params_traced and not owner.values.get(name)):
-            return False  # the caller's iterator (a parameter the body never rebinds)
+        if maker is None:
+            return False
+        if name in maker.params and not maker.params_traced and not owner.values.get(name):
+            # the caller's iterator (a parameter the body never rebinds): new on each call only
+            # if every caller makes it (`with open(path) as fd: parse(fd)`)
+            return self._made_by_every_caller(maker, name)
         function = self.ctx.function
         while function is not maker:
             # a jitted function keeps its code: a second call draws nothing
             if function is None or not (maker.traced or function.traced_by not in JIT_TRANSFORMS):
                 return False
             function = self.ctx.facts.enclosing_function(function.parent)
+        return True
+
+    def _made_by_every_caller(self, maker: FunctionInfo, param: str) -> bool:
+        """Every call of module function `maker` (a helper, not transformed itself, and used
+        nowhere else) passes as `param` an iterator its caller made itself, on each of its runs."""
+        facts = self.ctx.facts
+        if maker.class_name or not isinstance(maker.node, cst.FunctionDef):
+            return False
+        calls = [
+            (caller, call) for caller in facts.functions.values() for call in caller.calls
+            if isinstance(call.func, cst.Name) and facts.function_for(call.func, caller.scope) is maker
+        ]
+        uses = sum(1 for name in facts.loads if name.value == maker.name)
+        if not calls or uses != len(calls):
+            return False  # also passed around, or called where no function makes the iterator
+        index = maker.params.index(param)
+        for caller, call in calls:
+            given = argument(call, index, param)
+            if not (isinstance(given, cst.Name) and caller.scope.lookup(given.value) is caller.scope and given.value not in caller.params):
+                return False
         return True
 
     def _operands(self, call: cst.Call) -> list[cst.BaseExpression]:
