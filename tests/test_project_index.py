@@ -530,6 +530,13 @@ def test_a_decorator_that_scopes_x64_around_each_call_makes_its_users_aware(tmp_
             "@with_float64\ndef generate(x):\n    return jnp.asarray(x, jnp.float64) + boost(x)\n"
         ),
         "pkg/other.py": X64_MODULE,
+        # the decorator defined beside the function it wraps
+        "pkg/kin2.py": "import jax.numpy as jnp\ndef boost2(x):\n    return jnp.asarray(x, jnp.float64) * 2\n",
+        "pkg/core2.py": (
+            "import functools\nimport jax\nfrom pkg.kin2 import boost2\ndef with_float64(func):\n"
+            "    @functools.wraps(func)\n    def wrapper(*args, **kwargs):\n        with jax.enable_x64():\n"
+            "            return func(*args, **kwargs)\n    return wrapper\n@with_float64\ndef generate2(x):\n    return boost2(x)\n"
+        ),
     })
     assert sorted(found(root, "pkg")) == [("pkg/other.py", "JG903")]
 

@@ -497,14 +497,17 @@ class ProjectIndex:
         """`name`, called in `module`, is a project function of another module that turns x64
         on or refuses (or warns) to run without it."""
         target = self.resolve(name)
-        return target is not None and target[0] != module and bool(self._function(target).get("x64_guard"))
+        return target is not None and target[0] != module and self._is_x64_guard(target)
+
+    def _is_x64_guard(self, place: tuple[str, str] | None) -> bool:
+        return place is not None and bool(self._function(place).get("x64_guard"))
 
     def _x64_decorated(self, place: tuple[str, str]) -> bool:
         """A decorator of the function turns x64 on around each call (`@with_float64`), or
-        refuses to run without it; or the function calls such a guard of another module
-        (`_require_array(x)` raising "requires JAX x64 mode" at the top of each public op)."""
+        refuses to run without it; or the function calls such a guard (`_require_array(x)`
+        raising "requires JAX x64 mode" at the top of each public op)."""
         function = self._function(place)
-        return any(self._x64_guard_of_another_module(name, place[0]) for name in [*function.get("decorators", ()), *function.get("calls", ())])
+        return any(self._is_x64_guard(self.resolve(name)) for name in [*function.get("decorators", ()), *function.get("calls", ())])
 
     @cached_property
     def _x64_functions(self) -> dict[str, set[str]]:
