@@ -1326,10 +1326,18 @@ def test_a_function_that_refuses_to_run_without_x64_by_its_message_covers_its_ca
             "def _forward_one(n):\n    return f(n)\n"
             "def forward(x, n):\n    require_array(x)\n    return _forward_one(n)\n"
         ),
-        "pkg/api.py": "from pkg.ops import forward\n",  # a library module, not a program
+        "pkg/api.py": "from pkg.ops import forward\nfrom pkg.vector_ops import divergence\n",  # a library module, not a program
+        # ... or a check of its own that calls that one (`_require_vector` -> `_require_array`)
+        "pkg/compat2.py": X64_MODULE,
+        "pkg/vector_ops.py": (
+            "from pkg.checks import require_array\nfrom pkg.compat2 import f\n"
+            "def _require_vector(u, v):\n    require_array(u)\n    require_array(v)\n"
+            "def divergence(u, v, n):\n    _require_vector(u, v)\n    return f(n)\n"
+        ),
     })
     reported = found(root, "pkg")
     assert ("pkg/gram.py", "JG903") not in reported
     assert ("pkg/impl.py", "JG903") not in reported
     assert ("pkg/other_impl.py", "JG903") in reported
     assert ("pkg/compat.py", "JG903") not in reported
+    assert ("pkg/compat2.py", "JG903") not in reported

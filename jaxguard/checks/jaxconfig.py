@@ -588,7 +588,8 @@ class X64DtypeWithoutX64(Rule):
         loaded first (a workflow script nothing imports does not count);
         and in a function whose every project caller runs with x64 on (a helper called only
         from modules that enable it, from functions that enable it or refuse to run without
-        it, or call a function that refuses, or from functions such a decorator wraps).
+        it, or call a function that refuses, directly or through others, or from functions
+        such a decorator wraps).
 
         Off in test files unless selected by its code: tests request 64-bit types on purpose,
         to probe what JAX gives (`assertIn(str(y.dtype), ["float32", "float64"])`). Judged in

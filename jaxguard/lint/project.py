@@ -500,7 +500,24 @@ class ProjectIndex:
         return target is not None and target[0] != module and self._is_x64_guard(target)
 
     def _is_x64_guard(self, place: tuple[str, str] | None) -> bool:
-        return place is not None and bool(self._function(place).get("x64_guard"))
+        return place is not None and place in self._x64_refusing
+
+    @cached_property
+    def _x64_refusing(self) -> set[tuple[str, str]]:
+        """Project functions that turn x64 on or refuse (or warn) to run without it, and the
+        functions that call one, directly or through others (`divergence` calling
+        `_require_vector`, which calls `_require_array`, which raises without x64)."""
+        work = [
+            (module, name) for module, summary in self.summaries.items()
+            for name, info in summary["functions"].items() if info.get("x64_guard")
+        ]
+        found: set[tuple[str, str]] = set()
+        while work:
+            place = work.pop()
+            if place not in found:
+                found.add(place)
+                work.extend(c for c in self._callers.get(place, ()) if c[1] is not None)  # type: ignore[misc]
+        return found
 
     def _x64_decorated(self, place: tuple[str, str]) -> bool:
         """A decorator of the function turns x64 on around each call (`@with_float64`), or
