@@ -521,10 +521,8 @@ class ProjectIndex:
 
     def _x64_decorated(self, place: tuple[str, str]) -> bool:
         """A decorator of the function turns x64 on around each call (`@with_float64`), or
-        refuses to run without it; or the function calls such a guard (`_require_array(x)`
-        raising "requires JAX x64 mode" at the top of each public op)."""
-        function = self._function(place)
-        return any(self._is_x64_guard(self.resolve(name)) for name in [*function.get("decorators", ()), *function.get("calls", ())])
+        refuses to run without it."""
+        return any(self._is_x64_guard(self.resolve(name)) for name in self._function(place).get("decorators", ()))
 
     @cached_property
     def _x64_functions(self) -> dict[str, set[str]]:
@@ -538,7 +536,8 @@ class ProjectIndex:
         def runs_with_x64(place: tuple[str, str | None], seen: frozenset) -> bool:
             if self.x64_source(place[0]) is not None:
                 return True
-            if place[1] is not None and (self._x64_decorated(place) or self._function(place).get("x64_guard")):  # type: ignore[arg-type]
+            # a guard, or a function that calls one (`_require_array(x)` at the top of each op)
+            if place[1] is not None and (self._is_x64_guard(place) or self._x64_decorated(place)):  # type: ignore[arg-type]
                 return True
             if place[1] is None or place in seen:
                 return False
